@@ -1,0 +1,21 @@
+rule corpora:
+    """Raw corpus (local mirror or official URL) → verified documents.parquet + manifest.json."""
+    output:
+        documents="results/corpora/{corpus}/documents.parquet",
+        manifest="results/corpora/{corpus}/manifest.json",
+    params:
+        options=lambda wc: as_json(corpus_options(wc.corpus)),
+        user=lambda wc: as_json(USER_CORPORA),
+        raw_dir=lambda wc: f"{config['corpora']['raw_dir']}/{wc.corpus}",
+        seed=config["seed"],
+        mirror=MIRROR_ARG,
+    log:
+        "logs/corpora/{corpus}.log",
+    benchmark:
+        "benchmarks/corpora/{corpus}.tsv"
+    conda:
+        "../envs/attnaudit.yaml"
+    shell:
+        "python -m attnaudit corpora --corpus {wildcards.corpus} --out {output.documents:q}"
+        " --manifest {output.manifest:q} --raw-dir {params.raw_dir:q} --options {params.options:q}"
+        " --user-corpora {params.user:q} --seed {params.seed} {params.mirror} > {log:q} 2>&1"

@@ -1,0 +1,5 @@
+import sys
+
+from attnaudit.cli import main
+
+sys.exit(main())

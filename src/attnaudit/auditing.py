@@ -1,0 +1,84 @@
+"""Plumbing shared by every audit stage: load a trained model with the instances to audit, batch them with a
+fixed global plan, shard the plan into chunks, gather chunk outputs.
+
+The batch plan is computed over the whole audited split first (length-bucketed, fixed batch size) and chunks
+are contiguous runs of *batches*, so every instance is computed in the same batch with the same companions
+whatever the chunk count: the gathered parquet is identical for 1 or 16 chunks. Randomness is per instance
+(:func:`instance_seed`), never per chunk.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+import pandas as pd
+import torch
+
+from attnaudit import AttnauditError
+from attnaudit.data import Encoded, collate, encode_split, load_examples
+from attnaudit.io import write_parquet
+from attnaudit.models import AttentionClassifier, Batch, load_model, pick_device
+
+
+@dataclass
+class AuditInputs:
+    model: AttentionClassifier
+    examples: pd.DataFrame  # rows of the audited split, in examples.parquet order, with a ``row`` column
+    encoded: Encoded
+    vocab: dict[str, int]
+    device: torch.device
+
+
+def load_audit_inputs(dataset_dir: str | Path, model_dir: str | Path, split: str = "test",
+                      device: torch.device | None = None) -> AuditInputs:
+    device = device or pick_device()
+    examples, vocab = load_examples(dataset_dir)
+    rows = examples[examples["split"] == split].reset_index(drop=True)
+    if rows.empty:
+        raise AttnauditError(f"{dataset_dir}/examples.parquet has no '{split}' examples to audit")
+    rows = rows.assign(row=np.arange(len(rows)))
+    model = load_model(Path(model_dir) / "model.pt", device)
+    return AuditInputs(model, rows, encode_split(rows, vocab, None), vocab, device)
+
+
+def batch_plan(encoded: Encoded, batch_size: int) -> list[np.ndarray]:
+    """Row indices per batch: sorted by length (stable), then cut every ``batch_size`` rows."""
+    lengths = np.array([len(s) for s in encoded.sequences])
+    order = np.argsort(lengths, kind="stable")
+    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+def chunk_of(plan: list[np.ndarray], chunk: int, n_chunks: int) -> list[np.ndarray]:
+    """The contiguous run of batches that makes chunk ``chunk`` (0-based) of ``n_chunks``."""
+    if not 0 <= chunk < n_chunks:
+        raise AttnauditError(f"chunk {chunk} is outside 0..{n_chunks - 1}")
+    return [plan[i] for i in np.array_split(np.arange(len(plan)), n_chunks)[chunk]]
+
+
+def iterate_chunk(inputs: AuditInputs, batch_size: int, chunk: int = 0, n_chunks: int = 1
+                  ) -> Iterator[tuple[np.ndarray, Batch]]:
+    """Yield ``(rows, batch)`` on the model's device for one chunk of the audited split."""
+    enc = inputs.encoded
+    for rows in chunk_of(batch_plan(enc, batch_size), chunk, n_chunks):
+        batch = collate([enc.sequences[i] for i in rows], enc.labels[rows], [enc.ids[i] for i in rows])
+        yield rows, batch.to(inputs.device)
+
+
+def instance_seed(base_seed: int, instance_id: str) -> int:
+    """A seed for one instance, independent of batching and chunking."""
+    return (base_seed * 1_000_003 + zlib.crc32(instance_id.encode())) % (2**31)
+
+
+def gather_chunks(paths: list[str | Path], out: str | Path, sort_by: list[str] | None = None) -> pd.DataFrame:
+    """Concatenate chunk parquets, order rows deterministically (by ``row`` then ``sort_by``), write atomically."""
+    frames = [pd.read_parquet(p) for p in paths]
+    frame = pd.concat(frames, ignore_index=True)
+    keys = ["row", *(sort_by or [])] if "row" in frame.columns else (sort_by or [])
+    if keys:
+        frame = frame.sort_values(keys, kind="stable").reset_index(drop=True)
+    write_parquet(out, frame)
+    return frame

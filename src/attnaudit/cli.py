@@ -1,0 +1,35 @@
+"""``python -m attnaudit <stage> ...``: every pipeline stage is a subcommand, so it runs without Snakemake."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from attnaudit import AttnauditError
+
+# one entry per stage module; each exposes add_cli(subparsers)
+STAGES = ["corpora", "tokenise", "embeddings", "train"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="attnaudit", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for stage in STAGES:
+        importlib.import_module(f"attnaudit.{stage}").add_cli(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    try:
+        args.func(args)
+    except AttnauditError as err:
+        logging.getLogger("attnaudit").error("%s", err)
+        print(f"attnaudit {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,443 @@
+"""Readers: one raw corpus → a frame of documents (``id, split, label, text`` [+ ``important``]).
+
+Each reader returns ``(frame, info)``; ``info`` goes into ``manifest.json`` (dropped rows and why, label
+mappings, ...). The label and split choices follow Jain & Wallace (2019) §3; file layouts are those of the
+local mirror described in ``shared/corpora/MANIFEST.md`` (the same as the official distributions).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import logging
+import re
+import zipfile
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+import pandas as pd
+
+from attnaudit import AttnauditError
+from attnaudit.io import sha256_file
+
+log = logging.getLogger(__name__)
+
+SPLITS = ("train", "dev", "test")
+COLUMNS = ["id", "split", "label", "text"]
+
+
+def _frame(rows: list[dict], extra: tuple[str, ...] = ()) -> pd.DataFrame:
+    """Rows → frame with the output contract's dtypes (id/split/text str, label int64)."""
+    frame = pd.DataFrame(rows, columns=COLUMNS + list(extra))
+    return frame.astype({"id": str, "split": str, "label": "int64", "text": str})
+
+
+# --- SST ----------------------------------------------------------------------------------------------------
+
+_SST_LEAF = re.compile(r"\(\d ([^()]+)\)")
+_SST_ROOT = re.compile(r"^\s*\((\d)\s")
+# Penn Treebank escapes used in the SST trees (brackets, slash, asterisk).
+_PTB_UNESCAPE = {"-LRB-": "(", "-RRB-": ")", "-LSB-": "[", "-RSB-": "]", "-LCB-": "{", "-RCB-": "}"}
+
+
+def open_zip(path: Path) -> zipfile.ZipFile:
+    """Open a zip archive; a truncated or corrupt file becomes an :class:`AttnauditError`."""
+    try:
+        return zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, EOFError, OSError) as err:
+        raise AttnauditError(f"{path}: not a readable zip archive (truncated or corrupt download?): {err}") from err
+
+
+def _ptb_leaf(leaf: str) -> str:
+    leaf = _PTB_UNESCAPE.get(leaf, leaf)
+    return leaf.replace("\\/", "/").replace("\\*", "*")
+
+
+def parse_sst_tree(line: str, where: str) -> tuple[int, str]:
+    """One PTB tree → (root sentiment 0..4, leaves joined by spaces)."""
+    root = _SST_ROOT.match(line)
+    leaves = _SST_LEAF.findall(line)
+    if not root or not leaves:
+        raise AttnauditError(f"{where}: not a PTB sentiment tree (expected '(<0-4> ...)'): {line[:60]!r}")
+    return int(root.group(1)), " ".join(_ptb_leaf(leaf) for leaf in leaves)
+
+
+def read_sst(root: Path) -> tuple[pd.DataFrame, dict]:
+    """SST from ``trainDevTestTrees_PTB.zip`` (J&W §3): binary sentence-level sentiment.
+
+    Root label = the tree's first number; neutral roots (2) are dropped and counted; label = 1 if root ≥ 3.
+    Ids are ``sst-{split}-{line:05d}`` (0-based line of the tree file, so they are stable).
+    """
+    path = root / "trainDevTestTrees_PTB.zip"
+    rows, dropped = [], {}
+    with open_zip(path) as archive:
+        for split in SPLITS:
+            member = f"trees/{split}.txt"
+            try:
+                raw = archive.read(member)
+            except KeyError as err:
+                raise AttnauditError(f"{path}: member {member} is missing") from err
+            except (zipfile.BadZipFile, EOFError, OSError, ValueError) as err:  # CRC error, truncated member
+                raise AttnauditError(f"{path}: cannot read member {member} (corrupt archive?): {err}") from err
+            dropped[split] = 0
+            for i, line in enumerate(raw.decode("utf-8").splitlines()):
+                if not line.strip():
+                    continue
+                sentiment, text = parse_sst_tree(line, f"{path}:{member}:{i + 1}")
+                if sentiment == 2:
+                    dropped[split] += 1
+                    continue
+                rows.append({"id": f"sst-{split}-{i:05d}", "split": split,
+                             "label": int(sentiment >= 3), "text": text})
+    return _frame(rows), {"dropped_neutral": dropped}
+
+
+# --- IMDB ---------------------------------------------------------------------------------------------------
+
+_BR = re.compile(r"<br\s*/?>", re.IGNORECASE)
+
+
+def _imdb_key(path: Path) -> tuple[int, str]:
+    stem = path.stem  # "<id>_<rating>"
+    head = stem.split("_", 1)[0]
+    return (int(head) if head.isdigit() else -1, stem)
+
+
+def read_imdb(root: Path) -> tuple[pd.DataFrame, dict]:
+    """aclImdb v1 (Maas et al. 2011) labelled train/test reviews; neg = 0, pos = 1.
+
+    ``<br />`` tags become spaces. Splits stay "train"/"test": the tokeniser carves dev (J&W: 20 %), keeps
+    documents under 400 tokens and samples 20 % of test (the registry's ``defaults``).
+    """
+    base = root / "aclImdb"
+    rows = []
+    for split in ("train", "test"):
+        for label, polarity in enumerate(("neg", "pos")):
+            folder = base / split / polarity
+            files = sorted(folder.glob("*.txt"), key=_imdb_key)
+            if not files:
+                raise AttnauditError(f"{folder}: no review files (expected aclImdb/{split}/{polarity}/*.txt)")
+            for path in files:
+                text = _BR.sub(" ", path.read_text(encoding="utf-8"))
+                rows.append({"id": f"imdb-{split}-{polarity}-{path.stem}", "split": split,
+                             "label": label, "text": text})
+    return _frame(rows), {"br_tags": "replaced by a space"}
+
+
+# --- 20 Newsgroups ------------------------------------------------------------------------------------------
+
+NEWSGROUPS = ("rec.sport.baseball", "rec.sport.hockey")
+
+
+def read_20news(root: Path) -> tuple[pd.DataFrame, dict]:
+    """20 Newsgroups bydate, baseball (0) vs hockey (1), train+test pooled as split "all" (J&W §3).
+
+    Read as latin-1 and stripped of headers, footers and quotes exactly as scikit-learn's
+    ``fetch_20newsgroups(subset="all", remove=("headers", "footers", "quotes"))`` does.
+    """
+    from sklearn.datasets._twenty_newsgroups import (strip_newsgroup_footer, strip_newsgroup_header,
+                                                      strip_newsgroup_quoting)
+
+    base = root / "20news-bydate"
+    rows, per_source = [], {}
+    for source in ("train", "test"):
+        for label, group in enumerate(NEWSGROUPS):
+            folder = base / f"20news-bydate-{source}" / group
+            files = sorted((p for p in folder.iterdir() if p.is_file()),
+                           key=lambda p: (int(p.name) if p.name.isdigit() else -1, p.name)) \
+                if folder.is_dir() else []
+            if not files:
+                raise AttnauditError(f"{folder}: no messages (expected 20news-bydate-{source}/{group}/<id>)")
+            per_source[f"{source}/{group}"] = len(files)
+            for path in files:
+                text = path.read_bytes().decode("latin-1")
+                text = strip_newsgroup_quoting(strip_newsgroup_footer(strip_newsgroup_header(text)))
+                rows.append({"id": f"20news-{source}-{group.rsplit('.', 1)[1]}-{path.name}", "split": "all",
+                             "label": label, "text": text})
+    return _frame(rows), {"bydate_files": per_source, "removed": ["headers", "footers", "quotes"]}
+
+
+# --- CSV helpers (AG News, ADR, user corpora) ---------------------------------------------------------------
+
+
+def decode_file(path: Path, encoding: str = "utf-8") -> str:
+    """Read a text file; a decoding error names the file, the line and the encoding."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8-sig" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding)
+    except UnicodeDecodeError as err:
+        line = data[: err.start].count(b"\n") + 1
+        raise AttnauditError(f"{path}:{line}: cannot decode as {encoding} ({err.reason}); "
+                             "set the corpus's 'encoding' (e.g. latin-1)") from err
+    except LookupError as err:
+        raise AttnauditError(f"{path}: unknown encoding {encoding!r}") from err
+
+
+def csv_records(path: Path, encoding: str = "utf-8", n_fields: int | None = None
+                ) -> Iterator[tuple[int, list[str]]]:
+    """Yield ``(first line number, fields)`` per CSV record; malformed rows raise with the 1-based line.
+
+    ``n_fields``: required field count (default: the first record's count, i.e. the header's).
+    """
+    reader = csv.reader(io.StringIO(decode_file(path, encoding), newline=""), strict=True)
+    start = 1
+    while True:
+        try:
+            fields = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as err:
+            hint = " (unterminated quoted field?)" if "end of data" in str(err) else ""
+            raise AttnauditError(f"{path}:{start}: malformed CSV record: {err}{hint}") from err
+        if n_fields is None:
+            n_fields = len(fields)
+        if fields and len(fields) != n_fields:
+            raise AttnauditError(f"{path}:{start}: expected {n_fields} fields, found {len(fields)}: "
+                                 f"{','.join(fields)[:80]!r}")
+        if fields:  # blank lines are not records
+            yield start, fields
+        start = reader.line_num + 1
+
+
+# --- AG News ------------------------------------------------------------------------------------------------
+
+AGNEWS_CLASSES = {"1": 0, "3": 1}  # World → 0, Business → 1 (J&W §3); Sports (2), Sci/Tech (4) dropped
+_AG_BACKSLASHES = re.compile(r"\\+")
+
+
+def agnews_text(title: str, description: str) -> str:
+    """title + " " + description. In this CSV a backslash marks a line break (``second\\team``,
+    ``results.\\\\Using``; also ``\\$`` for ``$``), so ``\\$`` → ``$`` and every other run of backslashes → " "."""
+    text = f"{title} {description}".replace("\\$", "$")
+    return _AG_BACKSLASHES.sub(" ", text)
+
+
+def read_agnews_csv(path: Path, split: str) -> tuple[list[dict], int]:
+    """One AG News CSV (class,title,description; no header) → kept rows and the number of rows dropped."""
+    rows, dropped = [], 0
+    for n, (line, (cls, title, description)) in enumerate(csv_records(path, "utf-8", n_fields=3)):
+        if cls not in ("1", "2", "3", "4"):
+            raise AttnauditError(f"{path}:{line}: class must be 1-4, found {cls!r}")
+        if cls not in AGNEWS_CLASSES:
+            dropped += 1
+            continue
+        rows.append({"id": f"agnews-{split}-{n:06d}", "split": split, "label": AGNEWS_CLASSES[cls],
+                     "text": agnews_text(title, description)})
+    return rows, dropped
+
+
+def read_agnews(root: Path) -> tuple[pd.DataFrame, dict]:
+    """AG News ``train.csv``/``test.csv``: World (1) = 0 vs Business (3) = 1 (J&W §3); ids are
+    ``agnews-{split}-{row:06d}`` (0-based CSV row). Both files are required."""
+    rows, dropped = [], {}
+    for split in ("train", "test"):
+        kept, dropped[split] = read_agnews_csv(root / "ag_news_csv" / f"{split}.csv", split)
+        rows += kept
+    return _frame(rows), {"dropped_other_classes": dropped, "kept_classes": {"1": "World", "3": "Business"}}
+
+
+# --- Twitter ADR --------------------------------------------------------------------------------------------
+
+
+def read_adr(root: Path) -> tuple[pd.DataFrame, dict]:
+    """J&W's preprocessed Twitter ADR CSV (``text,label,exp_split``); splits from ``exp_split``."""
+    path = root / "adr_dataset.csv"
+    records = csv_records(path)
+    _, header = next(records)
+    if header != ["text", "label", "exp_split"]:
+        raise AttnauditError(f"{path}:1: expected header text,label,exp_split, found {','.join(header)}")
+    rows = []
+    for n, (line, (text, label, split)) in enumerate(records):
+        if label not in ("0", "1") or split not in ("train", "test"):
+            raise AttnauditError(f"{path}:{line}: expected label 0/1 and exp_split train/test, "
+                                 f"found {label!r}, {split!r}")
+        rows.append({"id": f"adr-{split}-{n:05d}", "split": split, "label": int(label), "text": text})
+    return _frame(rows), {}
+
+
+# --- planted-token synthetic corpus -------------------------------------------------------------------------
+
+PLANTED_OPTIONS = {"n_examples": 2000, "min_len": 8, "max_len": 30, "vocab_size": 500,
+                   "n_marker_words": 5, "max_markers": 2}
+_CONSONANTS, _VOWELS = "bdfgklmnprstvz", "aeiou"
+_MARKER_STEMS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet")
+
+
+def planted_vocabulary(size: int) -> list[str]:
+    """Fixed filler vocabulary: the first ``size`` consonant-vowel words ``bababa, babade, ...`` (6 letters,
+    letters only, since the tokeniser maps any token with a digit to ``qqq``)."""
+    syllables = [c + v for c in _CONSONANTS for v in _VOWELS]
+    n = len(syllables)
+    if not 1 <= size <= n ** 3:
+        raise AttnauditError(f"planted option vocab_size must be in 1..{n ** 3}, got {size}")
+    return [syllables[i // n // n] + syllables[i // n % n] + syllables[i % n] for i in range(size)]
+
+
+def planted_markers(n: int) -> tuple[list[str], list[str]]:
+    """Marker words of class 0 (``negalpha``, ...) and class 1 (``posalpha``, ...); never filler words
+    (fillers have 6 letters, markers at least 7)."""
+    if not 1 <= n <= len(_MARKER_STEMS):
+        raise AttnauditError(f"planted option n_marker_words must be in 1..{len(_MARKER_STEMS)}, got {n}")
+    return [f"neg{s}" for s in _MARKER_STEMS[:n]], [f"pos{s}" for s in _MARKER_STEMS[:n]]
+
+
+def generate_planted(seed: int, n_examples: int = 2000, min_len: int = 8, max_len: int = 30,
+                     vocab_size: int = 500, n_marker_words: int = 5, max_markers: int = 2
+                     ) -> tuple[pd.DataFrame, dict]:
+    """Synthetic corpus whose label is decided by known tokens (GUIDE §5), from ``numpy.random.default_rng(seed)``.
+
+    Balanced labels; each document has a length uniform in [min_len, max_len] words, of which 1..max_markers
+    (uniform) are marker words of its class at random positions and the rest uniform filler words.
+    ``important`` lists the marker positions (whitespace-word indices). Split "all".
+    """
+    for key, value, low in (("n_examples", n_examples, 1), ("min_len", min_len, 1), ("max_markers", max_markers, 1)):
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
+            raise AttnauditError(f"planted option {key} must be an integer ≥ {low}, got {value!r}")
+    if not isinstance(max_len, (int, np.integer)) or max_len < min_len:
+        raise AttnauditError(f"planted option max_len must be an integer ≥ min_len ({min_len}), got {max_len!r}")
+    if min_len < max_markers:
+        raise AttnauditError(f"planted option min_len ({min_len}) must be ≥ max_markers ({max_markers})")
+    vocab = planted_vocabulary(vocab_size)
+    markers = planted_markers(n_marker_words)
+    rng = np.random.default_rng(seed)
+    labels = rng.permutation(np.arange(n_examples) % 2)
+    rows = []
+    for i, label in enumerate(labels):
+        length = int(rng.integers(min_len, max_len + 1))
+        k = int(rng.integers(1, max_markers + 1))
+        positions = sorted(int(p) for p in rng.choice(length, size=k, replace=False))
+        words = [vocab[j] for j in rng.integers(0, len(vocab), size=length)]
+        for position, m in zip(positions, rng.integers(0, len(markers[label]), size=k)):
+            words[position] = markers[label][m]
+        rows.append({"id": f"planted-{i:05d}", "split": "all", "label": int(label), "text": " ".join(words),
+                     "important": positions})
+    info = {"marker_words": {"0": markers[0], "1": markers[1]},
+            "filler_vocabulary": f"first {vocab_size} of bababa, babade, ... (consonant-vowel x3)"}
+    return _frame(rows, extra=("important",)), info
+
+
+# --- user corpora -------------------------------------------------------------------------------------------
+
+USER_KEYS = {"path", "format", "text_column", "label_column", "split_column", "id_column", "label_names",
+             "encoding", "description", "defaults"}
+USER_REQUIRED = ("path", "format", "text_column", "label_column")
+
+
+def _user_records(path: Path, fmt: str, encoding: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line, record) from a CSV with a header row or from JSON Lines (one object per line)."""
+    if fmt == "csv":
+        records = csv_records(path, encoding)
+        try:
+            _, header = next(records)
+        except StopIteration:
+            raise AttnauditError(f"{path}: empty CSV file (expected a header row)") from None
+        for line, fields in records:
+            yield line, dict(zip(header, fields))
+        return
+    for line, raw in enumerate(decode_file(path, encoding).splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw)
+        except json.JSONDecodeError as err:
+            raise AttnauditError(f"{path}:{line}: invalid JSON ({err.msg} at column {err.colno})") from err
+        if not isinstance(record, dict):
+            raise AttnauditError(f"{path}:{line}: expected a JSON object, found {type(record).__name__}")
+        yield line, record
+
+
+def _label_mapping(values: list[Any], label_names: list[str] | None, where: list[str]) -> tuple[list[str], list[int]]:
+    """Map raw labels to 0..C-1: via ``label_names`` (a name, or an integer index), else sorted unique values
+    (numerically when all are integers)."""
+    if label_names is not None:
+        names = [str(n) for n in label_names]
+        if len(set(names)) != len(names) or not names:
+            raise AttnauditError(f"label_names must be a non-empty list of distinct names, got {label_names!r}")
+        index = {n: i for i, n in enumerate(names)}
+        ids = []
+        for value, at in zip(values, where):
+            key = str(value)
+            if key in index:
+                ids.append(index[key])
+            elif _as_int(value) is not None and 0 <= _as_int(value) < len(names):
+                ids.append(_as_int(value))
+            else:
+                raise AttnauditError(f"{at}: label {value!r} is not one of label_names {names}")
+        return names, ids
+    ints = [_as_int(v) for v in values]
+    if all(i is not None for i in ints):
+        uniques = sorted(set(ints))
+        pos = {v: i for i, v in enumerate(uniques)}
+        return [str(v) for v in uniques], [pos[v] for v in ints]
+    keys = [str(v) for v in values]
+    uniques = sorted(set(keys))
+    pos = {v: i for i, v in enumerate(uniques)}
+    return uniques, [pos[k] for k in keys]
+
+
+def _as_int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
+        return int(value)
+    return None
+
+
+def read_user(name: str, config: dict) -> tuple[pd.DataFrame, dict]:
+    """A user's own CSV/JSONL corpus declared in config (GUIDE §5): ``{path, format, text_column,
+    label_column, split_column?, id_column?, label_names?, encoding?}``.
+
+    Without ``split_column`` every row gets split "all" (the tokeniser makes seeded stratified splits).
+    Empty texts are kept (the tokeniser drops and counts them). The file's sha256 is recorded, not checked.
+    """
+    path = Path(config["path"]).expanduser()
+    if not path.is_file():
+        raise AttnauditError(f"user_corpora.{name}.path: file {path} does not exist")
+    fmt, encoding = config["format"], config.get("encoding") or "utf-8"
+    text_col, label_col = config["text_column"], config["label_column"]
+    split_col, id_col = config.get("split_column"), config.get("id_column")
+    texts, values, splits, ids, where = [], [], [], [], []
+    for n, (line, record) in enumerate(_user_records(path, fmt, encoding)):
+        at = f"{path}:{line}"
+        for key in (text_col, label_col, split_col, id_col):
+            if key is not None and key not in record:
+                raise AttnauditError(f"{at}: column {key!r} is missing (columns: {sorted(record)})")
+        label = record[label_col]
+        if label is None or (isinstance(label, str) and not label.strip()):
+            raise AttnauditError(f"{at}: missing label in column {label_col!r}")
+        text = record[text_col]
+        if text is not None and not isinstance(text, str):
+            raise AttnauditError(f"{at}: column {text_col!r} must be text, found {type(text).__name__}")
+        split = "all"
+        if split_col is not None:
+            split = str(record[split_col]).strip()
+            if split not in SPLITS:
+                raise AttnauditError(f"{at}: column {split_col!r} has {record[split_col]!r}; "
+                                     "expected one of train/dev/test (or omit split_column)")
+        texts.append(text or "")
+        values.append(label.strip() if isinstance(label, str) else label)
+        splits.append(split)
+        ids.append(str(record[id_col]) if id_col is not None else f"{name}-{n:06d}")
+        where.append(at)
+    if not texts:
+        raise AttnauditError(f"{path}: no documents")
+    if len(set(ids)) != len(ids):
+        dupes = sorted(pd.Series(ids)[pd.Series(ids).duplicated()].unique())[:5]
+        raise AttnauditError(f"{path}: id_column {id_col!r} has duplicate ids, e.g. {dupes}")
+    label_names, labels = _label_mapping(values, config.get("label_names"), where)
+    frame = _frame([{"id": i, "split": s, "label": lab, "text": t}
+                    for i, s, lab, t in zip(ids, splits, labels, texts)])
+    mapping = {}
+    for value, label in zip(values, labels):
+        mapping.setdefault(str(value), label)
+    info = {"label_names": label_names, "label_mapping": mapping,
+            "files": [{"path": str(path.resolve()), "sha256": sha256_file(path), "bytes": path.stat().st_size,
+                       "verified": "recorded (user corpus, no pinned checksum)"}]}
+    log.info("user corpus %s: %d documents from %s", name, len(frame), path)
+    return frame, info

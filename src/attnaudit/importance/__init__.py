@@ -1,0 +1,62 @@
+"""Importance methods: one interface, one registry (GUIDE §4), like Captum's ``attribute()``.
+
+``scores = METHODS[name](**options).attribute(model, batch)`` returns a ``[B, T]`` tensor, 0 on padding.
+``signed`` says whether the raw scores carry a sign (B&F §3.1: *sensitivity* vs *saliency*); audits decide
+whether to take absolute values and say so in their tables. Each method lives in a submodule of this package and
+registers itself with :func:`register`; submodules are discovered automatically, so adding a method is one file.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from typing import ClassVar
+
+import torch
+
+from attnaudit import AttnauditError
+from attnaudit.models import AttentionClassifier, Batch
+
+METHODS: dict[str, type["ImportanceMethod"]] = {}
+
+
+class ImportanceMethod:
+    """Base class. Subclasses set ``name``, ``signed`` and implement :meth:`attribute`."""
+
+    name: ClassVar[str]
+    signed: ClassVar[bool] = False
+    #: which paper/section defines it — shown in tables and the report
+    citation: ClassVar[str] = ""
+
+    def attribute(self, model: AttentionClassifier, batch: Batch) -> torch.Tensor:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"
+
+
+def register(cls: type[ImportanceMethod]) -> type[ImportanceMethod]:
+    if cls.name in METHODS and METHODS[cls.name] is not cls:
+        raise ValueError(f"importance method {cls.name!r} registered twice")
+    METHODS[cls.name] = cls
+    return cls
+
+
+def _discover() -> None:
+    for info in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{info.name}")
+
+
+def get_method(name: str, **options) -> ImportanceMethod:
+    if name not in METHODS:
+        raise AttnauditError(f"unknown importance method {name!r}; available: {', '.join(sorted(METHODS))}")
+    return METHODS[name](**options)
+
+
+def predicted_class(model: AttentionClassifier, batch: Batch) -> torch.Tensor:
+    """The class each instance is explained for: the model's own prediction (J&W, B&F)."""
+    with torch.no_grad():
+        return model(batch).logits.argmax(dim=-1)
+
+
+_discover()

@@ -1,0 +1,16 @@
+"""The attention weights α̂ themselves, read as importance (J&W §2; the object of the whole audit)."""
+
+import torch
+
+from attnaudit.importance import ImportanceMethod, register
+
+
+@register
+class Attention(ImportanceMethod):
+    name = "attention"
+    signed = False
+    citation = "Jain & Wallace 2019, §2"
+
+    @torch.no_grad()
+    def attribute(self, model, batch):
+        return model(batch).attention

@@ -1,0 +1,39 @@
+"""Distances between output/attention distributions and rank agreement (GUIDE §4).
+
+TVD(ŷ₁, ŷ₂) = ½‖ŷ₁ − ŷ₂‖₁ and JSD in nats (≤ ln 2), as in J&W §4 (Eq. 1–2, Alg. 2–3). Both are batched over
+leading dimensions. Kendall τ-b with its p-value comes from ``scipy.stats.kendalltau``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from scipy.stats import kendalltau
+
+LN2 = math.log(2.0)
+
+
+def tvd(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """Total variation distance over the last dimension."""
+    return 0.5 * (p - q).abs().sum(dim=-1)
+
+
+def kl(p: torch.Tensor, q: torch.Tensor, eps: float = 1e-10) -> torch.Tensor:
+    """KL(p‖q) in nats over the last dimension; 0·log 0 = 0."""
+    return torch.where(p > 0, p * (torch.log(p + eps) - torch.log(q + eps)), torch.zeros_like(p)).sum(dim=-1)
+
+
+def jsd(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """Jensen–Shannon divergence in nats, in [0, ln 2]; clamped to that range against rounding."""
+    m = 0.5 * (p + q)
+    return (0.5 * kl(p, m) + 0.5 * kl(q, m)).clamp(0.0, LN2)
+
+
+def kendall_tau(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    """Kendall τ-b and its two-sided p-value (scipy). NaN when either ranking is constant."""
+    if len(a) < 2:
+        return float("nan"), float("nan")
+    result = kendalltau(a, b, variant="b")
+    return float(result.statistic), float(result.pvalue)

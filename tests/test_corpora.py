@@ -1,0 +1,487 @@
+"""Tests for the corpora stage: reader counts against the local mirror (expected numbers from
+shared/corpora/MANIFEST.md and the papers), checksum/download/extraction failures, user corpora, planted corpus."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import io
+import json
+import os
+import tarfile
+import urllib.error
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from attnaudit import AttnauditError
+from attnaudit.corpora import build_corpus, fetch, get_spec, readers, run
+from attnaudit.corpora.registry import REGISTRY, CorpusFile, CorpusSpec, CorpusTree
+
+
+def _find_mirror() -> Path | None:
+    here = Path(__file__).resolve().parents[2] / "shared" / "corpora"
+    if here.is_dir():
+        return here
+    env = os.environ.get("ATTNAUDIT_MIRROR")
+    return Path(env) if env and Path(env).is_dir() else None
+
+
+MIRROR = _find_mirror()
+needs_mirror = pytest.mark.skipif(
+    MIRROR is None, reason="no corpus mirror: neither ../shared/corpora nor $ATTNAUDIT_MIRROR exists")
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _counts(frame: pd.DataFrame) -> dict:
+    return {(s, int(lab)): int(n) for (s, lab), n in frame.groupby(["split", "label"]).size().items()}
+
+
+def _check_contract(frame: pd.DataFrame) -> None:
+    assert list(frame.columns[:4]) == ["id", "split", "label", "text"]
+    assert frame["label"].dtype == "int64"
+    assert frame["id"].is_unique
+    assert all(isinstance(t, str) for t in frame["text"])
+
+
+@pytest.fixture(autouse=True)
+def _no_env_mirror(monkeypatch):
+    """Tests pass the mirror explicitly; a user's $ATTNAUDIT_MIRROR must not change what they see."""
+    monkeypatch.delenv("ATTNAUDIT_MIRROR", raising=False)
+
+
+@pytest.fixture
+def offline(monkeypatch):
+    """No network and no waiting: every download attempt fails at once."""
+    calls = []
+
+    def refuse(url, *args, **kwargs):
+        calls.append(url)
+        raise urllib.error.URLError("network disabled in tests")
+
+    monkeypatch.setattr(fetch.urllib.request, "urlopen", refuse)
+    monkeypatch.setattr(fetch, "BACKOFF_SECONDS", 0)
+    return calls
+
+
+# --- reader counts against the mirror -----------------------------------------------------------------------
+
+
+@needs_mirror
+def test_sst_counts(tmp_path):
+    frame, manifest = build_corpus("sst", mirror=MIRROR, raw_dir=tmp_path / "raw")
+    _check_contract(frame)
+    # MANIFEST.md §1 / SST-2: 6,920 / 872 / 1,821 sentences without neutral roots
+    assert _counts(frame) == {("train", 0): 3310, ("train", 1): 3610, ("dev", 0): 428, ("dev", 1): 444,
+                              ("test", 0): 912, ("test", 1): 909}
+    assert manifest["reader"]["dropped_neutral"] == {"train": 1624, "dev": 229, "test": 389}
+    assert manifest["counts"]["train"] == {"negative": 3310, "positive": 3610}
+    assert manifest["files"][0]["sha256"] == _sha((MIRROR / "sst/trainDevTestTrees_PTB.zip").read_bytes())
+    assert manifest["source"]["kind"] == "mirror"
+    assert not (tmp_path / "raw").exists()  # the mirror held everything: nothing copied
+    text = " ".join(frame["text"])
+    assert "-LRB-" not in text and "-RRB-" not in text and "\\/" not in text
+    assert "(" in text and ")" in text
+    first = frame.iloc[0]
+    assert first["id"] == "sst-train-00000" and first["label"] == 1
+    assert first["text"].startswith("The Rock is destined to be the 21st Century 's new `` Conan ''")
+
+
+@pytest.fixture(scope="module")
+def imdb(tmp_path_factory):
+    """Verifying + reading the 50,002 IMDB files is the slow part: once per session."""
+    if MIRROR is None:
+        pytest.skip("no corpus mirror: neither ../shared/corpora nor $ATTNAUDIT_MIRROR exists")
+    return build_corpus("imdb", mirror=MIRROR, raw_dir=tmp_path_factory.mktemp("raw"))
+
+
+def test_imdb_counts(imdb):
+    frame, manifest = imdb
+    _check_contract(frame)
+    assert _counts(frame) == {("train", 0): 12500, ("train", 1): 12500, ("test", 0): 12500, ("test", 1): 12500}
+    assert manifest["files"][0]["files_verified"] == 50002
+    assert not frame["text"].str.contains("<br", regex=False).any()
+    by_id = frame.set_index("id")["text"]
+    assert by_id["imdb-train-pos-0_9"].startswith("Bromwell High is a cartoon comedy.")
+    assert by_id["imdb-test-neg-0_2"].startswith("Once again Mr. Costner")
+    assert manifest["defaults"]["max_tokens"] == 400 and manifest["defaults"]["test_sample"] == 0.2
+
+
+@needs_mirror
+def test_20news_counts_and_sklearn_equivalence(tmp_path):
+    from sklearn.datasets import load_files
+    from sklearn.datasets._twenty_newsgroups import (strip_newsgroup_footer, strip_newsgroup_header,
+                                                      strip_newsgroup_quoting)
+
+    frame, manifest = build_corpus("20news", mirror=MIRROR, raw_dir=tmp_path)
+    _check_contract(frame)
+    # standard bydate sizes: baseball 597 train + 397 test, hockey 600 + 399 (MANIFEST.md §3)
+    assert _counts(frame) == {("all", 0): 994, ("all", 1): 999}
+    assert manifest["label_names"] == ["baseball", "hockey"]
+    assert manifest["files"][0]["files_verified"] == 18846
+    # same texts as scikit-learn's own loading path (load_files latin-1 + its remove=... functions)
+    bunch = load_files(MIRROR / "20newsgroups/20news-bydate/20news-bydate-test",
+                       categories=["rec.sport.hockey"], encoding="latin1", shuffle=False)
+    expected = {f"20news-test-hockey-{Path(f).name}":
+                strip_newsgroup_quoting(strip_newsgroup_footer(strip_newsgroup_header(t)))
+                for f, t in zip(bunch.filenames, bunch.data)}
+    got = frame.set_index("id")["text"]
+    assert len(expected) == 399
+    assert all(got[k] == v for k, v in expected.items())
+    assert not any(t.startswith("From:") for t in got)
+
+
+@needs_mirror
+def test_agnews_test_split_counts():
+    rows, dropped = readers.read_agnews_csv(MIRROR / "ag_news/ag_news_csv/test.csv", "test")
+    frame = pd.DataFrame(rows)
+    # 1,900 per class in test (readme.txt): World + Business = 3,800
+    assert len(frame) == 3800 and dropped == 3800
+    assert frame["label"].value_counts().to_dict() == {0: 1900, 1: 1900}
+    assert not frame["text"].str.contains("\\", regex=False).any()
+    assert frame["text"].iloc[0].startswith("Fears for T N pension after talks Unions representing")
+
+
+@needs_mirror
+def test_agnews_without_train_fails_clearly(tmp_path, offline):
+    raw = tmp_path / "raw"
+    with pytest.raises(AttnauditError) as err:
+        build_corpus("agnews", mirror=MIRROR, raw_dir=raw)
+    message = str(err.value)
+    url = REGISTRY["agnews"].files[0].urls[0]
+    assert "train.csv" in message
+    assert str(MIRROR / "ag_news") in message
+    assert url in message and url.startswith("https://")
+    assert offline == [url] * 3  # three tries
+    assert not (raw / "ag_news_csv" / "train.csv").exists()
+    assert not any(p.name.endswith(".part") for p in raw.rglob("*"))
+
+
+@needs_mirror
+def test_adr_counts(tmp_path):
+    frame, manifest = build_corpus("adr", mirror=MIRROR, raw_dir=tmp_path)
+    _check_contract(frame)
+    assert _counts(frame) == {("train", 0): 15008, ("train", 1): 1995, ("test", 0): 3752, ("test", 1): 499}
+    assert manifest["defaults"]["class_weighting"] is True
+    assert manifest["defaults"]["dev_fraction"] == 0.15
+
+
+# --- planted ------------------------------------------------------------------------------------------------
+
+
+def test_planted_deterministic_and_markers(tmp_path):
+    a, manifest = build_corpus("planted", raw_dir=tmp_path, seed=3)
+    b, _ = build_corpus("planted", raw_dir=tmp_path, seed=3)
+    c, _ = build_corpus("planted", raw_dir=tmp_path, seed=4)
+    pd.testing.assert_frame_equal(a, b)
+    assert not a["text"].equals(c["text"])
+    _check_contract(a)
+    assert len(a) == 2000 and set(a["split"]) == {"all"}
+    assert a["label"].value_counts().to_dict() == {0: 1000, 1: 1000}
+    markers = manifest["reader"]["marker_words"]
+    neg, pos = set(markers["0"]), set(markers["1"])
+    assert len(neg) == len(pos) == 5 and not neg & pos
+    for text, label, important in zip(a["text"], a["label"], a["important"]):
+        words = text.split()
+        assert 8 <= len(words) <= 30
+        assert 1 <= len(important) <= 2 and list(important) == sorted(set(important))
+        own = pos if label == 1 else neg
+        assert {words[i] for i in important} <= own
+        assert all(w not in neg | pos for i, w in enumerate(words) if i not in set(important))
+        assert text.replace(" ", "").isalpha() and text == text.lower()
+    fillers = {w for t in a["text"] for w in t.split()} - neg - pos
+    assert len(fillers) <= 500
+
+
+def test_planted_options(tmp_path):
+    frame, manifest = build_corpus("planted", raw_dir=tmp_path, options={"n_examples": 10, "min_len": 3,
+                                                                          "max_len": 3, "max_markers": 3})
+    assert len(frame) == 10 and all(len(t.split()) == 3 for t in frame["text"])
+    assert manifest["options"]["n_examples"] == 10 and manifest["options"]["vocab_size"] == 500
+    with pytest.raises(AttnauditError, match="n_exampels.*valid options: max_len, max_markers"):
+        build_corpus("planted", raw_dir=tmp_path, options={"n_exampels": 10})
+    with pytest.raises(AttnauditError, match="min_len"):
+        build_corpus("planted", raw_dir=tmp_path, options={"min_len": 1, "max_markers": 2})
+    with pytest.raises(AttnauditError, match="takes no options|unknown option"):
+        build_corpus("sst", raw_dir=tmp_path, options={"n_examples": 1})
+
+
+# --- checksums, truncated archives, downloads ---------------------------------------------------------------
+
+
+@needs_mirror
+def test_checksum_mismatch_names_file_and_hashes(tmp_path):
+    mirror = tmp_path / "mirror"
+    (mirror / "sst").mkdir(parents=True)
+    data = bytearray((MIRROR / "sst/trainDevTestTrees_PTB.zip").read_bytes())
+    data[1000] ^= 0xFF
+    (mirror / "sst/trainDevTestTrees_PTB.zip").write_bytes(bytes(data))
+    out, manifest = tmp_path / "out/documents.parquet", tmp_path / "out/manifest.json"
+    with pytest.raises(AttnauditError) as err:
+        run("sst", out=out, manifest=manifest, raw_dir=tmp_path / "raw", mirror=mirror)
+    message = str(err.value)
+    assert "trainDevTestTrees_PTB.zip" in message
+    assert REGISTRY["sst"].files[0].sha256 in message  # expected
+    assert _sha(bytes(data)) in message  # actual
+    assert not out.exists() and not manifest.exists() and not (tmp_path / "raw").exists()
+
+
+@needs_mirror
+def test_truncated_zip_gives_clear_error(tmp_path):
+    data = (MIRROR / "sst/trainDevTestTrees_PTB.zip").read_bytes()
+    folder = tmp_path / "mirror" / "sst"
+    folder.mkdir(parents=True)
+    (folder / "trainDevTestTrees_PTB.zip").write_bytes(data[: len(data) // 2])
+    with pytest.raises(AttnauditError, match="sha256 mismatch"):
+        build_corpus("sst", mirror=tmp_path / "mirror", raw_dir=tmp_path / "raw")
+    # the reader on its own (checksum bypassed) also refuses with a message, not a BadZipFile traceback
+    with pytest.raises(AttnauditError, match="truncated or corrupt"):
+        readers.read_sst(folder)
+
+
+def _tree_fixture(tmp_path: Path) -> tuple[Path, dict[str, bytes]]:
+    """A small corpus folder with a SHA256SUMS list, as in the mirror."""
+    folder = tmp_path / "mirror" / "toy"
+    files = {"toy/a.txt": b"alpha\n", "toy/sub/b.txt": b"bravo\n" * 100}
+    for rel, data in files.items():
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_bytes(data)
+    (folder / "SHA256SUMS").write_text("".join(f"{_sha(d)}  {rel}\n" for rel, d in files.items()))
+    return folder, files
+
+
+def _toy_spec(tree_or_file) -> CorpusSpec:
+    return CorpusSpec(name="toy", description="", citation="", mirror_dir="toy", files=(tree_or_file,),
+                      reader=lambda root, options, seed: (pd.DataFrame(), {}), label_names=("a",), defaults={})
+
+
+def test_tree_verification(tmp_path):
+    folder, files = _tree_fixture(tmp_path)
+    sums_sha = _sha((folder / "SHA256SUMS").read_bytes())
+    archive = CorpusFile("toy.tar.gz", ("file:///nonexistent/toy.tar.gz",), "0" * 64)
+    ok = fetch.fetch_corpus(_toy_spec(CorpusTree("toy", "SHA256SUMS", sums_sha, archive)), tmp_path / "mirror",
+                     tmp_path / "raw")
+    assert ok.root == folder and ok.files[0]["files_verified"] == 2
+
+    # one listed file altered: the error names it and both hashes
+    (folder / "toy/sub/b.txt").write_bytes(b"bravo\n" * 99 + b"brave\n")
+    with pytest.raises(AttnauditError) as err:
+        fetch.fetch_corpus(_toy_spec(CorpusTree("toy", "SHA256SUMS", sums_sha, archive)), tmp_path / "mirror",
+                    tmp_path / "raw")
+    assert "b.txt" in str(err.value) and _sha(files["toy/sub/b.txt"]) in str(err.value)
+    assert _sha((folder / "toy/sub/b.txt").read_bytes()) in str(err.value)
+
+    # the list itself does not match its pinned hash
+    with pytest.raises(AttnauditError, match="SHA256SUMS: sha256 mismatch"):
+        fetch.fetch_corpus(_toy_spec(CorpusTree("toy", "SHA256SUMS", "f" * 64, archive)), tmp_path / "mirror",
+                    tmp_path / "raw")
+
+
+def _tar_gz(files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for rel, data in files.items():
+            info = tarfile.TarInfo(rel)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def test_download_and_extract_tree(tmp_path, monkeypatch):
+    monkeypatch.setattr(fetch, "BACKOFF_SECONDS", 0)
+    files = {"toyroot/a.txt": b"alpha\n", "toyroot/sub/b.txt": b"bravo\n"}
+    blob = _tar_gz(files)
+    (tmp_path / "srv").mkdir()
+    (tmp_path / "srv/toy.tar.gz").write_bytes(blob)
+    url = (tmp_path / "srv/toy.tar.gz").as_uri()
+    tree = CorpusTree("toy", "SHA256SUMS", "0" * 64, CorpusFile("toy.tar.gz", (url,), _sha(blob)), "toyroot")
+    raw = tmp_path / "raw"
+    located = fetch.fetch_corpus(_toy_spec(tree), None, raw)  # no mirror: download, verify, extract
+    assert located.root == raw and located.source["kind"] == "raw_dir"
+    assert (raw / "toy/a.txt").read_bytes() == b"alpha\n" and (raw / "toy/sub/b.txt").read_bytes() == b"bravo\n"
+    assert located.files[0]["sha256"] == _sha(blob)
+    assert sorted(p.name for p in raw.iterdir()) == ["toy", "toy.tar.gz"]  # no temp folders or .part files
+    # second run reuses the verified extraction without downloading
+    (tmp_path / "srv/toy.tar.gz").unlink()
+    assert fetch.fetch_corpus(_toy_spec(tree), None, raw).files[0]["sha256"] == _sha(blob)
+
+
+def test_truncated_archive_download(tmp_path, monkeypatch):
+    monkeypatch.setattr(fetch, "BACKOFF_SECONDS", 0)
+    blob = _tar_gz({"toyroot/a.txt": os.urandom(50_000)})
+    cut = blob[: len(blob) // 2]
+    (tmp_path / "toy.tar.gz").write_bytes(cut)
+    url = (tmp_path / "toy.tar.gz").as_uri()
+    raw = tmp_path / "raw"
+    # pinned to the full archive: the truncated download is a checksum mismatch, nothing is kept
+    tree = CorpusTree("toy", "SHA256SUMS", "0" * 64, CorpusFile("toy.tar.gz", (url,), _sha(blob)), "toyroot")
+    with pytest.raises(AttnauditError) as err:
+        fetch.fetch_corpus(_toy_spec(tree), None, raw)
+    assert _sha(blob) in str(err.value) and _sha(cut) in str(err.value)
+    assert list(raw.iterdir()) == []
+    # even if the pin matched the truncated bytes, extraction fails cleanly and atomically
+    tree = CorpusTree("toy", "SHA256SUMS", "0" * 64, CorpusFile("toy.tar.gz", (url,), _sha(cut)), "toyroot")
+    with pytest.raises(AttnauditError, match="truncated or corrupt"):
+        fetch.fetch_corpus(_toy_spec(tree), None, raw)
+    assert not (raw / "toy").exists() and not any(p.name.startswith(".extract-") for p in raw.iterdir())
+
+
+def test_download_retries_then_names_url(tmp_path, offline):
+    item = CorpusFile("data/x.csv", ("https://example.org/x.csv",), "0" * 64)
+    with pytest.raises(AttnauditError) as err:
+        fetch.fetch_corpus(_toy_spec(item), tmp_path / "empty-mirror", tmp_path / "raw")
+    assert offline == ["https://example.org/x.csv"] * 3
+    assert "x.csv" in str(err.value) and str(tmp_path / "empty-mirror" / "toy") in str(err.value)
+    assert "https://example.org/x.csv" in str(err.value)
+
+
+def test_single_file_copied_from_mirror_when_partial(tmp_path, offline):
+    """A mirror holding only some files: those are verified and copied; the missing one is reported."""
+    (tmp_path / "mirror/toy").mkdir(parents=True)
+    (tmp_path / "mirror/toy/b.csv").write_bytes(b"x\n")
+    have = CorpusFile("b.csv", ("https://example.org/b.csv",), _sha(b"x\n"))
+    missing = CorpusFile("a.csv", ("https://example.org/a.csv",), "0" * 64)
+    spec = dataclasses.replace(_toy_spec(have), files=(have, missing))
+    with pytest.raises(AttnauditError, match="a.csv is missing"):
+        fetch.fetch_corpus(spec, tmp_path / "mirror", tmp_path / "raw")
+    assert (tmp_path / "raw/b.csv").read_bytes() == b"x\n"
+    assert not (tmp_path / "raw/a.csv").exists()
+
+
+# --- user corpora -------------------------------------------------------------------------------------------
+
+
+def _user(tmp_path: Path, name: str, content: str, **config) -> dict:
+    path = tmp_path / name
+    path.write_text(content, encoding="utf-8")
+    fmt = "jsonl" if name.endswith(".jsonl") else "csv"
+    return {"mine": {"path": str(path), "format": fmt, "text_column": "text", "label_column": "label", **config}}
+
+
+def test_user_csv_labels_splits_and_empty_text(tmp_path):
+    cfg = _user(tmp_path, "c.csv", 'doc,text,label,part\n'
+                                   'a,"good, very good",pos,train\n'
+                                   'b,,neg,test\n'
+                                   'c,"multi\nline",pos,dev\n',
+                split_column="part", id_column="doc")
+    frame, manifest = build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)
+    _check_contract(frame)
+    assert frame.to_dict("list") == {"id": ["a", "b", "c"], "split": ["train", "test", "dev"],
+                                     "label": [1, 0, 1], "text": ["good, very good", "", "multi\nline"]}
+    assert manifest["label_names"] == ["neg", "pos"]
+    assert manifest["reader"]["label_mapping"] == {"pos": 1, "neg": 0}
+    assert manifest["files"][0]["sha256"] == _sha((tmp_path / "c.csv").read_bytes())
+    # given label_names fix the order; no split_column → "all"; no id_column → generated ids
+    cfg["mine"].update(label_names=["pos", "neg"])
+    del cfg["mine"]["split_column"], cfg["mine"]["id_column"]
+    frame, manifest = build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)
+    assert frame["label"].tolist() == [0, 1, 0] and set(frame["split"]) == {"all"}
+    assert frame["id"].tolist() == ["mine-000000", "mine-000001", "mine-000002"]
+
+
+def test_user_csv_integer_labels_sorted_numerically(tmp_path):
+    cfg = _user(tmp_path, "n.csv", "text,label\nx,10\ny,2\nz,2\n")
+    frame, manifest = build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)
+    assert manifest["label_names"] == ["2", "10"] and frame["label"].tolist() == [1, 0, 0]
+
+
+@pytest.mark.parametrize("content, line, what", [
+    ("text,label\nok,1\ntoo,many,fields\nok,0\n", 3, "expected 2 fields, found 3"),
+    ('text,label\nok,1\nfine,0\n"never closed,1\nok,0\n', 4, "unterminated"),
+    ("text,label\nok,1\n\"multi\nline\",1\nno label,\n", 5, "missing label"),
+])
+def test_user_csv_malformed_row_names_line(tmp_path, content, line, what):
+    cfg = _user(tmp_path, "bad.csv", content)
+    with pytest.raises(AttnauditError) as err:
+        build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)
+    assert f"bad.csv:{line}:" in str(err.value) and what in str(err.value)
+
+
+def test_user_csv_bad_split_names_row_and_column(tmp_path):
+    cfg = _user(tmp_path, "s.csv", "text,label,part\na,1,train\nb,0,validation\n", split_column="part")
+    with pytest.raises(AttnauditError, match=r"s.csv:3: column 'part' has 'validation'"):
+        build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)
+
+
+def test_user_jsonl(tmp_path):
+    cfg = _user(tmp_path, "u.jsonl", '{"text": "hello", "label": 1}\n\n{"text": "", "label": 0}\n'
+                                     '{"text": null, "label": 1}\n')
+    frame, _ = build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)
+    assert frame["text"].tolist() == ["hello", "", ""] and frame["label"].tolist() == [1, 0, 1]
+
+    cfg = _user(tmp_path, "bad.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": 0,}\n')
+    with pytest.raises(AttnauditError) as err:
+        build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)
+    assert "bad.jsonl:2:" in str(err.value) and "invalid JSON" in str(err.value)
+
+    cfg = _user(tmp_path, "nolabel.jsonl", '{"text": "a", "label": 1}\n{"text": "b"}\n')
+    with pytest.raises(AttnauditError, match=r"nolabel.jsonl:2: column 'label' is missing"):
+        build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)
+
+
+def test_user_config_errors(tmp_path):
+    cfg = _user(tmp_path, "c.csv", "text,label\na,1\n")
+    cfg["mine"]["text_colum"] = "x"
+    with pytest.raises(AttnauditError, match=r"user_corpora.mine: unknown key\(s\) \['text_colum'\]"):
+        get_spec("mine", cfg)
+    with pytest.raises(AttnauditError, match="user_corpora.mine.path"):
+        build_corpus("mine", raw_dir=tmp_path,
+                     user_corpora={"mine": {**_user(tmp_path, "c.csv", "")["mine"], "path": str(tmp_path / "no")}})
+    with pytest.raises(AttnauditError, match="collides"):
+        get_spec("sst", {"sst": cfg["mine"]})
+
+
+def test_unknown_corpus_lists_valid_names():
+    with pytest.raises(AttnauditError) as err:
+        get_spec("imbd", {"mine": {}})
+    for name in ["sst", "imdb", "20news", "agnews", "adr", "planted", "mine"]:
+        assert name in str(err.value)
+
+
+def test_registry_defaults():
+    expected = {"sst": 1, "imdb": 10, "20news": 2, "agnews": 5, "adr": 2, "planted": 1}
+    assert {name: spec.defaults["min_count"] for name, spec in REGISTRY.items()} == expected
+    assert REGISTRY["20news"].defaults["test_fraction"] == 0.2
+    assert REGISTRY["agnews"].defaults["dev_fraction"] == 0.15
+
+
+# --- CLI ----------------------------------------------------------------------------------------------------
+
+
+def test_cli_writes_documents_and_manifest(tmp_path):
+    from attnaudit import corpora
+
+    parser = argparse.ArgumentParser()
+    corpora.add_cli(parser.add_subparsers(dest="command"))
+    out, manifest = tmp_path / "d/documents.parquet", tmp_path / "d/manifest.json"
+    args = parser.parse_args(["corpora", "--corpus", "planted", "--out", str(out), "--manifest", str(manifest),
+                              "--raw-dir", str(tmp_path / "raw"), "--options", '{"n_examples": 50}',
+                              "--seed", "7"])
+    args.func(args)
+    frame = pd.read_parquet(out)
+    meta = json.loads(manifest.read_text())
+    assert len(frame) == 50 and list(frame.columns) == ["id", "split", "label", "text", "important"]
+    assert all(list(words) == sorted(words) for words in frame["important"])
+    assert meta["seed"] == 7 and meta["counts"] == {"all": {"negative": 25, "positive": 25}}
+    assert meta["label_names"] == ["negative", "positive"] and meta["source"]["kind"] == "generated"
+    expected, _ = build_corpus("planted", raw_dir=tmp_path, options={"n_examples": 50}, seed=7)
+    assert frame["text"].tolist() == expected["text"].tolist()
+
+    bad = parser.parse_args(["corpora", "--corpus", "planted", "--out", str(out), "--manifest", str(manifest),
+                             "--raw-dir", str(tmp_path), "--options", "{n_examples: 5}"])
+    with pytest.raises(AttnauditError, match="--options"):
+        bad.func(bad)
+
+
+def test_mirror_from_environment(tmp_path, monkeypatch):
+    folder, _ = _tree_fixture(tmp_path)
+    tree = CorpusTree("toy", "SHA256SUMS", _sha((folder / "SHA256SUMS").read_bytes()),
+                      CorpusFile("toy.tar.gz", ("file:///nonexistent/toy.tar.gz",), "0" * 64))
+    monkeypatch.setenv("ATTNAUDIT_MIRROR", str(tmp_path / "mirror"))
+    located = fetch.fetch_corpus(_toy_spec(tree), None, tmp_path / "raw")
+    assert located.root == folder and located.source["kind"] == "mirror"

@@ -1,0 +1,63 @@
+"""The model interface of GUIDE §3, for every encoder × attention."""
+
+import numpy as np
+import pytest
+import torch
+
+from attnaudit.data import collate
+from attnaudit.models import AttentionClassifier, ModelConfig, load_model, save_model
+
+VARIANTS = [(e, a) for e in ("lstm", "cnn", "average") for a in ("additive", "dot")]
+
+
+def make(encoder, attention, seed=0):
+    torch.manual_seed(seed)
+    cfg = ModelConfig(vocab_size=30, num_classes=2, encoder=encoder, attention=attention, embedding_dim=12,
+                      lstm_hidden=8, cnn_filters=4, average_hidden=16)
+    return AttentionClassifier(cfg).eval()
+
+
+def sequences(seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.integers(1, 30, size=n) for n in (7, 3, 5, 1)]
+
+
+@pytest.mark.parametrize("encoder,attention", VARIANTS)
+def test_attention_is_masked_and_normalised(encoder, attention):
+    model, batch = make(encoder, attention), collate(sequences())
+    out = model(batch)
+    assert torch.all(out.attention[~batch.mask] == 0)
+    torch.testing.assert_close(out.attention.sum(-1), torch.ones(4))
+    assert out.hidden.shape[:2] == batch.tokens.shape and out.embedded.shape[:2] == batch.tokens.shape
+
+
+@pytest.mark.parametrize("encoder,attention", VARIANTS)
+def test_padding_does_not_change_predictions(encoder, attention):
+    model, seqs = make(encoder, attention), sequences()
+    together = model(collate(seqs)).probs
+    alone = torch.cat([model(collate([s])).probs for s in seqs])
+    torch.testing.assert_close(together, alone, atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("encoder,attention", VARIANTS)
+def test_given_attention_and_decode_reproduce_the_forward_pass(encoder, attention):
+    model, batch = make(encoder, attention), collate(sequences())
+    out = model(batch)
+    torch.testing.assert_close(model(batch, attention=out.attention).logits, out.logits)
+    torch.testing.assert_close(model.decode(out.hidden, out.attention, out.query), out.logits)
+    uniform = batch.mask.float() / batch.mask.sum(-1, keepdim=True)
+    assert not torch.allclose(model(batch, attention=uniform).logits, out.logits)
+
+
+def test_forward_from_given_embeddings_and_detached_attention_gradients():
+    model, batch = make("lstm", "additive"), collate(sequences())
+    embedded = model.embed(batch).detach().requires_grad_(True)
+    out = model(batch, embedded=embedded, detach_attention=True)
+    out.logits[:, 1].sum().backward()
+    assert embedded.grad is not None and torch.all(embedded.grad[~batch.mask] == 0)
+
+
+def test_save_and_load_round_trip(tmp_path):
+    model, batch = make("cnn", "dot"), collate(sequences())
+    save_model(tmp_path / "model.pt", model)
+    torch.testing.assert_close(load_model(tmp_path / "model.pt")(batch).logits, model(batch).logits)

@@ -1,0 +1,75 @@
+import pandas as pd
+import pytest
+
+from attnaudit import AttnauditError
+from attnaudit.data import BOS, EOS, PAD, UNK
+from attnaudit.tokenise import build_vocab, tokenise_documents, tokenize_texts
+
+
+def docs(rows):
+    return pd.DataFrame(rows, columns=["id", "split", "label", "text"])
+
+
+def test_spacy_tokens_lowercase_and_digits_become_qqq():
+    assert tokenize_texts(["The 2 films cost $30 in 1999, in 3d!"]) == [
+        ["the", "qqq", "films", "cost", "$", "qqq", "in", "qqq", ",", "in", "qqq", "!"]
+    ]
+
+
+def test_vocab_from_train_with_min_count_and_specials_first():
+    vocab = build_vocab([["a", "b", "a"], ["c", "a", "b"]], min_count=2)
+    assert list(vocab)[:4] == [PAD, UNK, BOS, EOS]
+    assert list(vocab)[4:] == ["a", "b"]  # by count, c dropped
+
+
+def test_markers_empty_documents_dropped_and_counted():
+    frame = docs([
+        ("d0", "train", 0, "good film"), ("d1", "train", 1, "   "), ("d2", "dev", 1, "bad"),
+        ("d3", "test", 0, "fine"), ("d4", "train", 1, "great film"),
+    ])
+    examples, vocab, stats = tokenise_documents(frame, {}, seed=0)
+    assert stats["dropped"]["empty"] == 1
+    assert "d1" not in set(examples["id"])
+    first = examples.set_index("id").loc["d0", "tokens"]
+    assert list(first) == [BOS, "good", "film", EOS]
+    assert "bad" not in vocab  # vocabulary only from train
+
+
+def test_max_tokens_and_min_tokens_filters_are_counted():
+    frame = docs([(f"d{i}", "train" if i < 6 else "test", i % 2, " ".join(["w"] * (i + 1))) for i in range(8)]
+                 + [("dv0", "dev", 0, "w w"), ("dv1", "dev", 1, "w w w")])
+    examples, _, stats = tokenise_documents(frame, {"max_tokens": 6, "min_tokens": 5}, seed=0)
+    lengths = examples["tokens"].map(len) - 2
+    assert lengths.max() < 6 and (lengths + 2).min() >= 5
+    assert stats["dropped"]["n_tokens >= 6"] == 3
+
+
+def test_pooled_corpus_gets_seeded_stratified_splits():
+    frame = docs([(f"d{i}", "all", i % 2, f"word{'x' * (i % 7)} text") for i in range(200)])
+    a, _, stats = tokenise_documents(frame, {"test_fraction": 0.2, "dev_fraction": 0.25}, seed=3)
+    b, _, _ = tokenise_documents(frame, {"test_fraction": 0.2, "dev_fraction": 0.25}, seed=3)
+    c, _, _ = tokenise_documents(frame, {"test_fraction": 0.2, "dev_fraction": 0.25}, seed=4)
+    assert stats["counts"]["test"] == {"0": 20, "1": 20}
+    assert stats["counts"]["dev"] == {"0": 20, "1": 20}
+    pd.testing.assert_frame_equal(a, b)
+    assert not a["split"].equals(c.set_index("id").loc[a["id"], "split"].reset_index(drop=True))
+
+
+def test_test_sample_keeps_a_seeded_fraction():
+    frame = docs([(f"t{i}", "test", i % 2, "some text") for i in range(100)]
+                 + [(f"r{i}", "train", i % 2, "other text") for i in range(50)])
+    examples, _, stats = tokenise_documents(frame, {"test_sample": 0.2, "dev_fraction": 0.2}, seed=0)
+    assert (examples["split"] == "test").sum() == 20
+    assert stats["dropped"]["test not in the 20% sample"] == 80
+
+
+def test_unknown_split_value_is_rejected():
+    with pytest.raises(AttnauditError, match="unknown split values"):
+        tokenise_documents(docs([("a", "validation", 0, "x")]), {}, seed=0)
+
+
+def test_planted_positions_point_at_markers(planted_dataset):
+    examples = pd.read_parquet(planted_dataset / "dataset" / "examples.parquet")
+    for tokens, important in zip(examples["tokens"], examples["important"]):
+        assert len(important) >= 1
+        assert all(tokens[p].startswith(("pos", "neg")) for p in important)
