@@ -75,14 +75,17 @@ def model_ids(dataset):
 
 
 def train_spec(dataset, model):
-    """Hyper-parameters of one branch: train < train_per_encoder.<encoder> < datasets.<name>.train."""
+    """Hyper-parameters of one branch, most specific last: train < train_per_encoder.<encoder>
+    < datasets.<name>.train < datasets.<name>.train_per_encoder.<encoder>."""
     variant = parse_model_id(model)
+    encoder = variant["encoder"]
     defaults = corpus_spec(corpus_of(dataset)).defaults
     return {
         "class_weighting": defaults.get("class_weighting", False),
         **config.get("train", {}),
-        **config.get("train_per_encoder", {}).get(variant["encoder"], {}),
+        **config.get("train_per_encoder", {}).get(encoder, {}),
         **DATASETS[dataset].get("train", {}),
+        **DATASETS[dataset].get("train_per_encoder", {}).get(encoder, {}),
         **variant,
     }
 

@@ -1,0 +1,46 @@
+"""Config validation: a typo or an invalid value stops the workflow with the key named."""
+
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from conftest import REPO
+
+
+def dry_run(tmp_path, cfg: dict) -> subprocess.CompletedProcess:
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "-n",
+                           "--directory", str(tmp_path), "--configfile", str(path), "--replace-workflow-config"],
+                          capture_output=True, text=True, timeout=300)
+
+
+BASE = {"datasets": {"planted": {"corpus": "planted"}}}
+
+
+def test_valid_minimal_config_dry_runs(tmp_path):
+    proc = dry_run(tmp_path, BASE)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "train" in proc.stdout
+
+
+@pytest.mark.parametrize("cfg,expected", [
+    ({**BASE, "train": {"epoch": 3}}, "'epoch' was unexpected"),
+    ({**BASE, "train": {"lr": -1}}, "-1"),
+    ({"datasets": {"planted": {"corpus": "planted", "grid": {"encoders": ["rnn"]}}}}, "'rnn' is not one of"),
+    ({"datasets": {"planted": {"corpus": "planted", "tokenise": {"min_cout": 2}}}}, "'min_cout' was unexpected"),
+    ({"datasets": {"planted": {"corpus": "planted"}}, "corpora": {"mirorr": "/x"}}, "'mirorr' was unexpected"),
+])
+def test_invalid_config_names_the_key(tmp_path, cfg, expected):
+    proc = dry_run(tmp_path, cfg)
+    assert proc.returncode != 0
+    assert expected in proc.stdout + proc.stderr, (proc.stdout + proc.stderr)[-3000:]
+
+
+def test_unknown_corpus_lists_valid_names(tmp_path):
+    proc = dry_run(tmp_path, {"datasets": {"mine": {"corpus": "sst2"}}})
+    assert proc.returncode != 0
+    out = proc.stdout + proc.stderr
+    assert "sst2" in out and all(name in out for name in ("sst", "imdb", "20news", "agnews", "adr", "planted"))
