@@ -10,7 +10,7 @@ import sys
 from attnaudit import AttnauditError
 
 # one entry per stage module; each exposes add_cli(subparsers)
-STAGES = ["corpora", "tokenise", "embeddings", "train"]
+STAGES = ["corpora", "tokenise", "embeddings", "train", "benchmarks", "jain_wallace", "bench", "saliency"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,40 @@
+"""``python -m attnaudit bench <suite>``: time batched audit code against its naive per-instance reference in
+one process (not a test: numbers depend on the machine). Suites register here by name → module with ``run(args)``."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+from attnaudit import AttnauditError
+
+SUITES = {"jw": "attnaudit.jain_wallace.bench"}
+
+
+def resolve_dirs(args) -> tuple[Path, Path]:
+    """``--dataset-dir/--model-dir``, or ``--dataset/--model`` under ``--results`` (results/datasets/{dataset},
+    results/models/{dataset}/{model})."""
+    if args.dataset_dir and args.model_dir:
+        return Path(args.dataset_dir), Path(args.model_dir)
+    if args.dataset and args.model:
+        root = Path(args.results)
+        return root / "datasets" / args.dataset, root / "models" / args.dataset / args.model
+    raise AttnauditError("bench needs --dataset-dir and --model-dir, or --dataset and --model")
+
+
+def add_cli(subparsers) -> None:
+    p = subparsers.add_parser("bench", help="time batched audits against naive per-instance references")
+    p.add_argument("suite", choices=sorted(SUITES))
+    p.add_argument("--dataset-dir")
+    p.add_argument("--model-dir")
+    p.add_argument("--dataset", help="e.g. sst → results/datasets/sst")
+    p.add_argument("--model", help="e.g. lstm-additive-base-s0 → results/models/{dataset}/{model}")
+    p.add_argument("--results", default="results")
+    p.add_argument("--split", default="test")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--audits", nargs="+", default=None, help="subset of the suite's audits")
+    p.add_argument("--naive-limit", type=int, default=None,
+                   help="time the naive reference on a seeded sample of this many instances (inst/s is comparable)")
+    p.add_argument("--options", default="{}", help="JSON options for the suite (e.g. the jain_wallace block)")
+    p.set_defaults(func=lambda a: importlib.import_module(SUITES[a.suite]).run(a))

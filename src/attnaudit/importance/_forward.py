@@ -1,0 +1,69 @@
+"""Shared plumbing for the Bastings & Filippova (2020) saliency methods (not a method itself).
+
+B&F §3 explain ``f_c(x_1:n)``, "the model output for target class c", with c the predicted class. Which output:
+
+* ``prob``   — p_c = softmax(z)_c, the quantity the faithfulness metrics (ERASER, B&F §3.3/§6) measure; default
+  for the gradient and occlusion methods (J&W's gradient also differentiates the probability).
+* ``logit``  — z_c. With a softmax read-out z_c alone is not identified (adding one vector to every decoder row
+  changes z_c but not the model), so it is offered for comparison only.
+* ``margin`` — z_c − mean_{c'≠c} z_{c'}: the identified, still linear read-out (for two classes z_c − z_other,
+  the log-odds). LRP needs a linear top layer and starts from it by default.
+
+For two classes ``prob`` and ``margin`` rank tokens identically for gradient L2, gradient×input and occlusion
+(∇p_c = p_c(1−p_c)∇m and p_c is monotone in m); they differ for integrated gradients and LRP.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Callable, Iterator
+
+import torch
+
+from attnaudit import AttnauditError
+from attnaudit.models import AttentionClassifier, Batch
+
+OUTPUTS = ("prob", "logit", "margin")
+
+
+def check_output(output: str) -> str:
+    if output not in OUTPUTS:
+        raise AttnauditError(f"output must be one of {OUTPUTS}, got {output!r}")
+    return output
+
+
+def class_scores(logits: torch.Tensor, output: str) -> torch.Tensor:
+    """``[N, C]`` → ``[N, C]``: the explained quantity f for every class (see module docstring)."""
+    if output == "prob":
+        return torch.softmax(logits, dim=-1)
+    if output == "logit":
+        return logits
+    n_classes = logits.shape[-1]
+    if n_classes < 2:
+        return logits
+    others = (logits.sum(dim=-1, keepdim=True) - logits) / (n_classes - 1)
+    return logits - others
+
+
+def embedding_forward(model: AttentionClassifier, output: str) -> Callable[..., torch.Tensor]:
+    """``f(embedded, tokens, mask) -> [N, C]`` for Captum: tokens and mask travel as ``additional_forward_args``,
+    which Captum repeats along dim 0 exactly as it repeats the inputs (IG steps, occlusion windows), so every
+    expanded row keeps its own instance's mask."""
+
+    def forward(embedded: torch.Tensor, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return class_scores(model(Batch(tokens, mask), embedded=embedded).logits, output)
+
+    return forward
+
+
+@contextlib.contextmanager
+def gradient_mode() -> Iterator[None]:
+    """Gradients on, cuDNN off: cuDNN's RNN backward refuses eval mode (Captum issues #564, #328)."""
+    with torch.enable_grad(), torch.backends.cudnn.flags(enabled=False):
+        yield
+
+
+def row_slices(n_rows: int, width: int, dim: int, max_elements: int) -> list[slice]:
+    """Cut ``n_rows`` rows of ``[width, dim]`` activations into slices of at most ``max_elements`` floats."""
+    per = max(1, max_elements // max(1, width * dim))
+    return [slice(start, min(n_rows, start + per)) for start in range(0, n_rows, per)]

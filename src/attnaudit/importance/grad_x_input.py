@@ -1,0 +1,29 @@
+"""Gradient × input of Denil et al. (2015), Bastings & Filippova (2020) §3.1 Eq. 3: ∇_{x_i} f_c(x_1:n) · x_i.
+
+Captum's ``InputXGradient`` on the word embeddings, summed over the embedding dimension (the dot product of
+Eq. 3). Signed: B&F's *saliency* (the marginal effect of the actual input vector), positive = evidence for the
+predicted class. Full computation path (attention not detached).
+"""
+
+from captum.attr import InputXGradient
+
+from attnaudit.importance import ImportanceMethod, predicted_class, register
+from attnaudit.importance._forward import check_output, embedding_forward, gradient_mode
+
+
+@register
+class GradXInput(ImportanceMethod):
+    name = "grad_x_input"
+    signed = True
+    citation = "Bastings & Filippova 2020, §3.1 Eq. 3 (Denil et al. 2015)"
+
+    def __init__(self, output: str = "prob"):
+        self.output = check_output(output)
+
+    def attribute(self, model, batch):
+        target = predicted_class(model, batch)
+        with gradient_mode():
+            embedded = model.embed(batch).detach().requires_grad_(True)
+            attributions = InputXGradient(embedding_forward(model, self.output)).attribute(
+                embedded, target=target, additional_forward_args=(batch.tokens, batch.mask))
+        return attributions.detach().sum(dim=-1).masked_fill(~batch.mask, 0.0)

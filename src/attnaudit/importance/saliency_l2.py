@@ -1,0 +1,30 @@
+"""Gradient sensitivity of Li et al. (2016a) as Bastings & Filippova (2020) write it, §3.1 Eq. 2: the L2 norm
+‖∇_{x_i} f_c(x_1:n)‖₂ of the gradient of the predicted-class output with respect to the word embedding x_i.
+
+Built on Captum's ``Saliency`` (``abs=False``, then the norm over the embedding dimension). The gradient follows
+the whole computation path, attention included (unlike J&W's ``gradient``, which detaches it). Unsigned: B&F call
+this *sensitivity*, not saliency (§3.1, after Ancona et al. 2019).
+"""
+
+from captum.attr import Saliency
+
+from attnaudit.importance import ImportanceMethod, predicted_class, register
+from attnaudit.importance._forward import check_output, embedding_forward, gradient_mode
+
+
+@register
+class SaliencyL2(ImportanceMethod):
+    name = "saliency_l2"
+    signed = False
+    citation = "Bastings & Filippova 2020, §3.1 Eq. 2 (Li et al. 2016a), L2 norm"
+
+    def __init__(self, output: str = "prob"):
+        self.output = check_output(output)
+
+    def attribute(self, model, batch):
+        target = predicted_class(model, batch)
+        with gradient_mode():
+            embedded = model.embed(batch).detach().requires_grad_(True)
+            grads = Saliency(embedding_forward(model, self.output)).attribute(
+                embedded, target=target, abs=False, additional_forward_args=(batch.tokens, batch.mask))
+        return grads.detach().norm(dim=-1).masked_fill(~batch.mask, 0.0)

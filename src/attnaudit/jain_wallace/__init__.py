@@ -1,0 +1,91 @@
+"""Jain & Wallace (2019), "Attention is not Explanation": the §4 audits as a pipeline stage.
+
+- correlation (§4.1, Alg. 1, Table 2, Fig. 2, App. C): Kendall τ-b between attention, gradient and LOO;
+- permutation (§4.2.1, Alg. 2, Fig. 3): output change when α̂ is shuffled with h fixed;
+- adversarial (§4.2.2, Eq. 1–2, Alg. 3, Figs. 4–5): maximally different attention within ε of the output;
+- tables, figures and adversarial heatmaps (Fig. 1, App. E).
+
+``python -m attnaudit jain-wallace {audit,gather,tables,figures,heatmaps} ...``; the Snakemake rules in
+``rules/jain_wallace.smk`` call exactly these. Options: :mod:`attnaudit.jain_wallace.options`.
+"""
+
+from __future__ import annotations
+
+import json
+
+
+def _json(text: str | None):
+    if not text:
+        return {}
+    return json.loads(text)
+
+
+def add_cli(subparsers) -> None:
+    p = subparsers.add_parser("jain-wallace", aliases=["jw"], help="Jain & Wallace (2019) audits, tables, figures")
+    sub = p.add_subparsers(dest="jw_command", required=True)
+
+    a = sub.add_parser("audit", help="one audit on one instance chunk → per-instance parquet")
+    a.add_argument("audit", choices=["correlation", "permutation", "adversarial"])
+    a.add_argument("--dataset-dir", required=True)
+    a.add_argument("--model-dir", required=True)
+    a.add_argument("--out", required=True)
+    a.add_argument("--chunk", type=int, default=0)
+    a.add_argument("--n-chunks", type=int, default=1)
+    a.add_argument("--split", default="test")
+    a.add_argument("--batch-size", type=int, default=64)
+    a.add_argument("--seed", type=int, default=0)
+    a.add_argument("--options", default="{}", help="JSON: the jain_wallace config block")
+    a.add_argument("--threads", type=int, default=1)
+    a.set_defaults(func=_audit)
+
+    g = sub.add_parser("gather", help="concatenate chunk parquets in row order")
+    g.add_argument("--out", required=True)
+    g.add_argument("chunks", nargs="+")
+    g.set_defaults(func=lambda args: _run("run", "gather", args.chunks, args.out))
+
+    t = sub.add_parser("tables", help="summary tables (results/tables/jain_wallace)")
+    t.add_argument("--audits-root", required=True, help="results/audits")
+    t.add_argument("--runs", required=True, help="JSON list of {dataset, model, corpus}")
+    t.add_argument("--out-dir", required=True)
+    t.add_argument("--options", default="{}")
+    t.set_defaults(func=lambda args: _run("tables", "write_tables", args.audits_root, _json(args.runs),
+                                          args.out_dir, _json(args.options)))
+
+    f = sub.add_parser("figures", help="figures of one dataset")
+    f.add_argument("--dataset", required=True)
+    f.add_argument("--models", nargs="+", required=True)
+    f.add_argument("--audits-dir", required=True, help="results/audits/{dataset}")
+    f.add_argument("--out-dir", required=True)
+    f.set_defaults(func=lambda args: _run("figures", "write_figures", args.dataset, args.models, args.audits_dir,
+                                          args.out_dir))
+
+    h = sub.add_parser("heatmaps", help="adversarial heatmaps of one model (HTML)")
+    h.add_argument("--dataset", required=True)
+    h.add_argument("--model", required=True)
+    h.add_argument("--adversarial", required=True, help="gathered jw_adversarial.parquet")
+    h.add_argument("--dataset-dir", required=True)
+    h.add_argument("--out", required=True)
+    h.add_argument("--options", default="{}")
+    h.add_argument("--seed", type=int, default=0)
+    h.set_defaults(func=_heatmaps)
+
+
+def _run(module: str, name: str, *args, **kwargs):
+    import importlib
+
+    return getattr(importlib.import_module(f"attnaudit.jain_wallace.{module}"), name)(*args, **kwargs)
+
+
+def _audit(args) -> None:
+    _run("run", "run_audit", args.audit, args.dataset_dir, args.model_dir, args.out, chunk=args.chunk,
+         n_chunks=args.n_chunks, split=args.split, batch_size=args.batch_size, seed=args.seed,
+         options=_json(args.options), threads=args.threads)
+
+
+def _heatmaps(args) -> None:
+    from attnaudit.jain_wallace.options import resolve
+
+    opts = resolve(_json(args.options))
+    _run("heatmaps", "write_heatmaps", args.dataset, args.model, args.adversarial, args.dataset_dir, args.out,
+         n=opts["heatmaps"]["n_per_model"], how=opts["heatmaps"]["select"],
+         epsilon=opts["adversarial"]["epsilon"], seed=args.seed)

@@ -1,0 +1,55 @@
+"""Helpers shared by the three J&W audits: marker positions, per-instance seeds, per-instance columns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from attnaudit.auditing import instance_seed
+from attnaudit.data import BOS, EOS
+from attnaudit.models import Batch
+
+
+@dataclass
+class Context:
+    """What an audit needs besides the model and the batch."""
+
+    options: dict  # resolved jain_wallace options (attnaudit.jain_wallace.options.resolve)
+    markers: tuple[int, ...]  # vocabulary ids of the sentence markers <s>, </s>
+    seed: int = 0  # base seed; each instance draws from instance_seed(seed, id)
+
+
+def marker_ids(vocab: dict[str, int]) -> tuple[int, ...]:
+    return tuple(vocab[m] for m in (BOS, EOS) if m in vocab)
+
+
+def content_mask(batch: Batch, markers: tuple[int, ...], exclude_markers: bool = True) -> torch.Tensor:
+    """Real positions, without the sentence markers when ``exclude_markers``. An instance made only of
+    markers keeps all its real positions (so every instance has something to rank, permute or attend to)."""
+    if not exclude_markers or not markers:
+        return batch.mask
+    content = batch.mask & ~torch.isin(batch.tokens, torch.tensor(markers, device=batch.tokens.device))
+    empty = ~content.any(dim=1, keepdim=True)
+    return torch.where(empty, batch.mask, content)
+
+
+def batch_seeds(base_seed: int, ids: list[str]) -> torch.Tensor:
+    return torch.tensor([instance_seed(base_seed, i) for i in ids], dtype=torch.int64)
+
+
+def ragged(values: torch.Tensor, lengths: torch.Tensor) -> list[np.ndarray]:
+    """Rows of a right-padded ``[B, T]`` tensor cut to their lengths, as float32 arrays (parquet list columns)."""
+    array = values.detach().float().cpu().numpy()
+    return [array[i, :n] for i, n in enumerate(lengths.tolist())]
+
+
+def instance_columns(batch: Batch, probs: torch.Tensor) -> dict:
+    """The columns every J&W audit row starts with (``row`` is added by the runner)."""
+    return {
+        "id": list(batch.ids),
+        "label": batch.labels.cpu().numpy() if batch.labels is not None else np.full(len(batch.ids), -1),
+        "predicted_class": probs.argmax(dim=-1).cpu().numpy(),
+        "n_tokens": batch.lengths.cpu().numpy(),
+    }

@@ -1,0 +1,155 @@
+"""Bastings & Filippova (2020) saliency audit: is attention a better explanation than input saliency?
+
+B&F (a position paper) argue that when the goal is "which input tokens mattered for this prediction" and the
+user is a model developer, faithfulness is the criterion and input saliency methods (§3: gradient §3.1 Eq. 2–4,
+LRP §3.2, occlusion/omission §3.3 Eq. 5) address it head-on while attention does not (§4). This stage measures
+that on the trained classifiers:
+
+1. ``scores`` — every importance method of the registry on every audited instance, timed (cost);
+2. ``agreement`` — Kendall τ-b and top-k overlap between every pair of methods (B&F §4);
+3. ``faithfulness`` — ERASER comprehensiveness / sufficiency / AOPC by deletion and by replacement, against a
+   random ranking (B&F §3.3, §6);
+4. ``planted`` — precision@k of the planted tokens, the ground truth of the synthetic corpus;
+5. ``tables`` / ``figures`` — the CSVs and plots of ``results/{tables,figures}/bastings_filippova/``.
+
+Steps 1–3 run per instance chunk (:mod:`attnaudit.auditing`) and ``gather`` concatenates the chunks.
+"""
+
+from __future__ import annotations
+
+import json
+
+DEFAULT_METHODS = ["attention", "gradient", "loo", "saliency_l2", "grad_x_input", "integrated_gradients",
+                   "occlusion", "omission", "lrp", "random"]
+DEFAULTS = {
+    "methods": DEFAULT_METHODS,
+    "method_options": {},
+    "rankings": ["signed", "abs"],
+    "topk": 3,
+    "fractions": [0.01, 0.05, 0.1, 0.2, 0.5],
+    "variants": ["deletion", "unk"],
+    "planted_k": [1],
+}
+
+
+def _json(text: str):
+    """Inline JSON or @file."""
+    if text.startswith("@"):
+        with open(text[1:]) as handle:
+            return json.load(handle)
+    return json.loads(text)
+
+
+def _scores(a):
+    from attnaudit.saliency import scores
+
+    scores.run(a.dataset_dir, a.model_dir, a.out, _json(a.methods), _json(a.method_options), split=a.split,
+               batch_size=a.batch_size, chunk=a.chunk, n_chunks=a.n_chunks, seed=a.seed, threads=a.threads)
+
+
+def _agreement(a):
+    from attnaudit.saliency import agreement
+
+    opts = {**DEFAULTS, **_json(a.options)}
+    agreement.run(a.dataset_dir, a.scores, a.out, split=a.split, methods=opts.get("methods"), k=opts["topk"],
+                  rankings=tuple(opts["rankings"]))
+
+
+def _faithfulness(a):
+    from attnaudit.saliency import faithfulness
+
+    opts = {**DEFAULTS, **_json(a.options)}
+    faithfulness.run(a.dataset_dir, a.model_dir, a.scores, a.out, split=a.split, batch_size=a.batch_size,
+                     chunk=a.chunk, n_chunks=a.n_chunks, methods=opts.get("methods"),
+                     fractions=tuple(opts["fractions"]), variants=tuple(opts["variants"]),
+                     rankings=tuple(opts["rankings"]), threads=a.threads)
+
+
+def _gather(a):
+    from attnaudit.auditing import gather_chunks
+
+    gather_chunks(a.inputs, a.out)
+
+
+def _tables(a):
+    from attnaudit.saliency import report
+
+    report.run_tables(a.audits_dir, [tuple(r) for r in _json(a.runs)], a.out_dir)
+
+
+def _planted(a):
+    from attnaudit.saliency import planted
+
+    opts = {**DEFAULTS, **_json(a.options)}
+    planted.run(_json(a.runs), a.out, split=a.split, ks=tuple(opts["planted_k"]), rankings=tuple(opts["rankings"]))
+
+
+def _figures(a):
+    from attnaudit.saliency import report
+
+    report.run_figures(a.agreement, a.faithfulness, a.heatmap, a.curves, a.ranking, a.title)
+
+
+def add_cli(subparsers) -> None:
+    parser = subparsers.add_parser("saliency", help="Bastings & Filippova (2020) saliency and faithfulness audit")
+    sub = parser.add_subparsers(dest="action", required=True)
+
+    def chunked(p, model=True):
+        p.add_argument("--dataset-dir", required=True)
+        if model:
+            p.add_argument("--model-dir", required=True)
+        p.add_argument("--split", default="test")
+        p.add_argument("--batch-size", type=int, default=64)
+        p.add_argument("--chunk", type=int, default=0, help="0-based chunk index")
+        p.add_argument("--n-chunks", type=int, default=1)
+        p.add_argument("--threads", type=int, default=1)
+        p.add_argument("--out", required=True)
+
+    p = sub.add_parser("scores", help="per-instance scores of every method for one chunk (timed)")
+    chunked(p)
+    p.add_argument("--methods", default=json.dumps(DEFAULT_METHODS), help="JSON list of registry names")
+    p.add_argument("--method-options", default="{}", help="JSON {method: {option: value}}")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random baseline")
+    p.set_defaults(func=_scores)
+
+    p = sub.add_parser("agreement", help="τ-b and top-k overlap between methods for one scores chunk")
+    p.add_argument("--dataset-dir", required=True)
+    p.add_argument("--scores", required=True)
+    p.add_argument("--split", default="test")
+    p.add_argument("--options", default="{}", help="JSON: topk, rankings, methods")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=_agreement)
+
+    p = sub.add_parser("faithfulness", help="ERASER comprehensiveness/sufficiency for one scores chunk")
+    chunked(p)
+    p.add_argument("--scores", required=True)
+    p.add_argument("--options", default="{}", help="JSON: fractions, variants, rankings, methods")
+    p.set_defaults(func=_faithfulness)
+
+    p = sub.add_parser("gather", help="concatenate chunk parquets")
+    p.add_argument("--out", required=True)
+    p.add_argument("inputs", nargs="+")
+    p.set_defaults(func=_gather)
+
+    p = sub.add_parser("tables", help="agreement/faithfulness/cost/ig_convergence CSVs over dataset × model")
+    p.add_argument("--audits-dir", default="results/audits")
+    p.add_argument("--runs", required=True, help='JSON [["sst", "lstm-additive-base-s0"], ...]')
+    p.add_argument("--out-dir", required=True)
+    p.set_defaults(func=_tables)
+
+    p = sub.add_parser("planted", help="precision@k of the planted tokens")
+    p.add_argument("--runs", required=True, help="JSON [{dataset, dataset_dir, model, scores}, ...]")
+    p.add_argument("--split", default="test")
+    p.add_argument("--options", default="{}", help="JSON: planted_k, rankings")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=_planted)
+
+    p = sub.add_parser("figures", help="agreement heatmap and faithfulness curves of one model")
+    p.add_argument("--agreement", required=True)
+    p.add_argument("--faithfulness", required=True)
+    p.add_argument("--heatmap", required=True)
+    p.add_argument("--curves", required=True)
+    p.add_argument("--ranking", default="signed")
+    p.add_argument("--title", default="")
+    p.set_defaults(func=_figures)
+

@@ -1,0 +1,194 @@
+"""Faithfulness by erasure, ERASER's comprehensiveness and sufficiency (DeYoung et al. 2020, §4), the
+evaluation B&F §3.3 name for any saliency method, with the out-of-distribution caveat of B&F §6 (Hooker et al.
+2019) made measurable by a replacement variant.
+
+For an instance with predicted class c, candidate tokens (real tokens except sentence markers) ranked by a
+method, and k% of them (at least one token, rounded half up, at most all):
+
+* comprehensiveness_k = p_c(x) − p_c(x without its top-k tokens)   (high = the ranking found what mattered)
+* sufficiency_k       = p_c(x) − p_c(only the top-k tokens, plus the markers)   (low = they suffice)
+* AOPC = the mean over the k bins (DeYoung et al. §4; their formula also averages the empty bin k = 0, whose
+  value is 0, which only scales AOPC by |B|/(|B|+1)).
+
+Variants: ``deletion`` removes the tokens and re-encodes the shorter sequence (ERASER); ``unk`` and ``pad``
+replace them by ``<unk>`` or the pad (all-zero) embedding and keep the length, the replacement B&F §6 suggest
+contrasting with deletion. A random ranking seeded per instance (the ``random`` method) is the baseline.
+
+Batched: the perturbations of every ranking, every k and both metrics of a batch are built as one tensor of
+``[B·S·K·2, T]`` token rows (duplicates removed), pushed through the model in slices of bounded size.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm import tqdm
+
+from attnaudit.auditing import batch_plan, chunk_of, iterate_chunk, load_audit_inputs
+from attnaudit.data import UNK
+from attnaudit.importance import METHODS
+from attnaudit.io import write_parquet
+from attnaudit.models import Batch
+from attnaudit.saliency.ranking import (RANKINGS, candidate_mask, fraction_label, k_tokens, marker_ids,
+                                        rank_positions, ranking_key, scores_by_row, stack_rows)
+
+log = logging.getLogger(__name__)
+
+VARIANTS = ("deletion", "unk", "pad")
+FRACTIONS = (0.01, 0.05, 0.1, 0.2, 0.5)
+
+
+def perturb(batch: Batch, source: torch.Tensor, keep: torch.Tensor, variant: str, unk_index: int,
+            pad_index: int = 0) -> tuple[Batch, torch.Tensor]:
+    """Rows ``source[n]`` of ``batch`` keeping only the positions ``keep[n]``; returns the batch and the rows left
+    empty (only possible for ``deletion``; they hold one pad token and must be scored NaN)."""
+    tokens, mask = batch.tokens[source], batch.mask[source]
+    keep = keep & mask
+    if variant == "deletion":
+        order = torch.argsort((~keep).to(torch.int8), dim=1, stable=True)  # kept positions first, in order
+        n_keep = keep.sum(dim=1)
+        width = max(1, int(n_keep.max()))
+        new_mask = torch.arange(width, device=mask.device)[None, :] < n_keep[:, None]
+        tokens = tokens.gather(1, order[:, :width]).masked_fill(~new_mask, pad_index)
+        empty = n_keep == 0
+        new_mask[empty, 0] = True
+    elif variant in ("unk", "pad"):
+        replacement = unk_index if variant == "unk" else pad_index
+        tokens = torch.where(keep | ~mask, tokens, torch.full_like(tokens, replacement))
+        new_mask, empty = mask, torch.zeros(len(source), dtype=torch.bool, device=mask.device)
+    else:
+        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+    sub = lambda x: None if x is None else x[source]  # noqa: E731
+    return Batch(tokens, new_mask, None, [], sub(batch.query_tokens), sub(batch.query_mask)), empty
+
+
+@torch.no_grad()
+def predict_rows(model, batch: Batch, target: torch.Tensor, max_elements: int) -> torch.Tensor:
+    """p_target of every row, in slices of at most ``max_elements`` embedding floats."""
+    width, dim = batch.tokens.shape[1], model.cfg.embedding_dim
+    step = max(1, max_elements // max(1, width * dim))
+    out = []
+    for start in range(0, len(target), step):
+        cut = slice(start, start + step)
+        sub = lambda x: None if x is None else x[cut]  # noqa: E731
+        probs = model(Batch(batch.tokens[cut], batch.mask[cut], None, [], sub(batch.query_tokens),
+                            sub(batch.query_mask))).probs
+        out.append(probs.gather(1, target[cut, None]).squeeze(1))
+    return torch.cat(out) if out else torch.zeros(0)
+
+
+@torch.no_grad()
+def faithfulness_batch(model, batch: Batch, keys: torch.Tensor, candidates: torch.Tensor, fractions=FRACTIONS,
+                       variants=("deletion", "unk"), unk_index: int = 1, pad_index: int = 0,
+                       max_elements: int = 1 << 25) -> dict[str, torch.Tensor]:
+    """Comprehensiveness and sufficiency for ``keys [B, S, T]`` (S rankings, higher = more important; see
+    :func:`~attnaudit.saliency.ranking.ranking_key`): ``comprehensiveness``/``sufficiency`` ``[B, S, K, V]``,
+    ``k_tokens [B, K]``, ``p_full [B]``, ``predicted [B]``."""
+    probs = model(batch).probs
+    target = probs.argmax(dim=-1)
+    p_full = probs.gather(1, target[:, None]).squeeze(1)
+    n_batch, n_rank, width = keys.shape
+    n = candidates.sum(dim=1)
+    kk = torch.stack([k_tokens(n, f, fraction=True) for f in fractions], dim=1)  # [B, K]
+    ranks = rank_positions(keys)  # [B, S, T]
+    selected = ranks[:, :, None, :] < kk[:, None, :, None]  # [B, S, K, T]; only candidates rank < n
+    mask = batch.mask[:, None, None, :]
+    keep = torch.stack([mask & ~selected, mask & (~candidates[:, None, None, :] | selected)], dim=3)
+    keep = keep.reshape(-1, width)  # [B·S·K·2, T]
+    source = torch.arange(n_batch, device=keys.device).repeat_interleave(n_rank * len(fractions) * 2)
+    unique, inverse = torch.unique(torch.cat([source[:, None], keep.long()], dim=1), dim=0, return_inverse=True)
+    u_source, u_keep = unique[:, 0], unique[:, 1:].bool()
+    shape = (n_batch, n_rank, len(fractions), 2)
+    comp, suff = [], []
+    for variant in variants:
+        rows, empty = perturb(batch, u_source, u_keep, variant, unk_index, pad_index)
+        p = predict_rows(model, rows, target[u_source], max_elements).masked_fill(empty, torch.nan)
+        p = p[inverse].reshape(shape)
+        drop = p_full[:, None, None, None] - p
+        drop = drop.masked_fill((n == 0)[:, None, None, None], torch.nan)
+        comp.append(drop[..., 0])
+        suff.append(drop[..., 1])
+    return {"comprehensiveness": torch.stack(comp, dim=-1), "sufficiency": torch.stack(suff, dim=-1),
+            "k_tokens": kk, "p_full": p_full, "predicted": target}
+
+
+def ranking_plan(methods: list[str], rankings) -> tuple[list[tuple[str, str]], list[tuple[str, str, int]]]:
+    """Distinct (method, ranking) keys to compute, and every (method, ranking, index of its key) to report:
+    an unsigned method's ``abs`` ranking is its ``signed`` ranking."""
+    computed, report = [], []
+    for method in methods:
+        signed = METHODS[method].signed if method in METHODS else True
+        for ranking in rankings:
+            effective = ranking if signed else "signed"
+            if (method, effective) not in computed:
+                computed.append((method, effective))
+            report.append((method, ranking, computed.index((method, effective))))
+    return computed, report
+
+
+def run(dataset_dir: str, model_dir: str, scores_path: str, out: str, *, split: str = "test",
+        batch_size: int = 64, chunk: int = 0, n_chunks: int = 1, methods: list[str] | None = None,
+        fractions=FRACTIONS, variants=("deletion", "unk"), rankings=RANKINGS, max_elements: int = 1 << 25,
+        threads: int = 1) -> pd.DataFrame:
+    torch.set_num_threads(threads)
+    inputs = load_audit_inputs(dataset_dir, model_dir, split)
+    model = inputs.model
+    frame = pd.read_parquet(scores_path)
+    methods = methods or list(dict.fromkeys(frame["method"]))
+    table = scores_by_row(frame, methods)
+    markers = marker_ids(inputs.vocab)
+    unk_index = inputs.vocab.get(UNK, 1)
+    computed, report = ranking_plan(methods, rankings)
+    method_index = {m: i for i, m in enumerate(methods)}
+    n_batches = len(chunk_of(batch_plan(inputs.encoded, batch_size), chunk, n_chunks))
+    log.info("faithfulness: %s, chunk %d/%d, %d methods × %d rankings, k = %s, variants %s", model_dir, chunk + 1,
+             n_chunks, len(methods), len(rankings), [fraction_label(f) for f in fractions], list(variants))
+    labels = np.array([fraction_label(f) for f in fractions])
+    columns = defaultdict(list)
+    seen = 0
+    for rows, batch in tqdm(iterate_chunk(inputs, batch_size, chunk, n_chunks), total=n_batches,
+                            desc=f"faithfulness chunk {chunk + 1}/{n_chunks}", mininterval=10):
+        missing = [int(r) for r in rows if int(r) not in table]
+        if missing:
+            raise ValueError(f"{scores_path} has no scores for rows {missing[:5]}: chunking differs")
+        scores = stack_rows(table, rows, batch.tokens.shape[1]).to(inputs.device)  # [B, M, T]
+        lengths = np.array([table[int(r)].shape[1] for r in rows])
+        if not np.array_equal(lengths, batch.mask.sum(dim=1).cpu().numpy()):
+            raise ValueError(f"{scores_path}: score lengths differ from the tokenised instances")
+        cand = candidate_mask(batch.tokens, batch.mask, markers)
+        keys = torch.stack([ranking_key(scores[:, method_index[m]], cand, r) for m, r in computed], dim=1)
+        result = faithfulness_batch(model, batch, keys, cand, fractions, variants, unk_index,
+                                    model.cfg.pad_index, max_elements)
+        comp = result["comprehensiveness"].cpu().numpy()  # [B, S, K, V]
+        suff = result["sufficiency"].cpu().numpy()
+        kk = result["k_tokens"].cpu().numpy()
+        n_tokens = cand.sum(dim=1).cpu().numpy()
+        p_full = result["p_full"].cpu().numpy()
+        b, k, v = len(rows), len(fractions), len(variants)
+        for method, ranking, index in report:  # vectorised over instances × k × variants
+            shape = (b, k, v)
+            columns["row"].append(np.broadcast_to(np.asarray(rows)[:, None, None], shape).ravel())
+            columns["id"].append(np.broadcast_to(np.asarray(batch.ids)[:, None, None], shape).ravel())
+            columns["method"].append(np.full(b * k * v, method))
+            columns["ranking"].append(np.full(b * k * v, ranking))
+            columns["variant"].append(np.broadcast_to(np.asarray(variants)[None, None, :], shape).ravel())
+            columns["k"].append(np.broadcast_to(labels[None, :, None], shape).ravel())
+            columns["fraction"].append(np.broadcast_to(np.asarray(fractions)[None, :, None], shape).ravel())
+            columns["k_tokens"].append(np.broadcast_to(kk[:, :, None], shape).ravel())
+            columns["n_tokens"].append(np.broadcast_to(n_tokens[:, None, None], shape).ravel())
+            columns["p_full"].append(np.broadcast_to(p_full[:, None, None], shape).ravel())
+            columns["comprehensiveness"].append(comp[:, index].ravel())
+            columns["sufficiency"].append(suff[:, index].ravel())
+        seen += b
+    frame = pd.DataFrame({key: np.concatenate(values) for key, values in columns.items()})
+    frame = frame.sort_values("row", kind="stable").reset_index(drop=True)
+    write_parquet(out, frame)
+    summary = frame[(frame["ranking"] == rankings[0]) & (frame["variant"] == variants[0])]
+    summary = summary.groupby("method", sort=False)[["comprehensiveness", "sufficiency"]].mean()
+    log.info("faithfulness of %d instances (AOPC, %s ranking, %s):\n%s", seen, rankings[0], variants[0],
+             summary.round(4).to_string())
+    return frame

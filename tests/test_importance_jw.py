@@ -1,0 +1,138 @@
+"""J&W importance methods (gradient, deletion LOO): the batched registry objects equal the naive per-instance
+reference, and on the planted corpus they (and attention) rank the planted marker words first."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from attnaudit.auditing import iterate_chunk, load_audit_inputs
+from attnaudit.data import collate
+from attnaudit.importance import METHODS, get_method
+from attnaudit.importance.loo import deletions
+from attnaudit.jain_wallace import reference
+from attnaudit.models import AttentionClassifier, ModelConfig
+
+VARIANTS = [(e, a) for e in ("lstm", "cnn", "average") for a in ("additive", "dot")]
+BOS, EOS = 2, 3
+
+
+def small_model(encoder, attention, num_classes=3, seed=0):
+    torch.manual_seed(seed)
+    cfg = ModelConfig(vocab_size=40, num_classes=num_classes, encoder=encoder, attention=attention,
+                      embedding_dim=12, lstm_hidden=8, cnn_filters=4, average_hidden=16)
+    return AttentionClassifier(cfg).eval()
+
+
+def small_batch(seed=0, lengths=(9, 4, 12, 6, 2, 7)):
+    rng = np.random.default_rng(seed)
+    seqs = [np.concatenate([[BOS], rng.integers(4, 40, size=n - 2), [EOS]]) if n > 2 else np.array([BOS, EOS])
+            for n in lengths]
+    return seqs, collate(seqs, ids=[f"x{i}" for i in range(len(seqs))])
+
+
+def test_methods_are_registered():
+    assert {"attention", "gradient", "loo"} <= set(METHODS)
+    assert not get_method("gradient").signed and not get_method("loo").signed
+    assert "Jain" in get_method("gradient").citation
+
+
+@pytest.mark.parametrize("encoder,attention", VARIANTS)
+def test_batched_gradient_equals_per_instance(encoder, attention):
+    model = small_model(encoder, attention)
+    seqs, batch = small_batch()
+    scores = get_method("gradient").attribute(model, batch)
+    assert all(p.grad is None for p in model.parameters())  # the audit never touches parameter gradients
+    assert torch.all(scores[~batch.mask] == 0)
+    for i, seq in enumerate(seqs):
+        np.testing.assert_allclose(scores[i, : len(seq)].numpy(), reference.gradient(model, seq), atol=1e-5,
+                                   rtol=1e-4)
+
+
+def test_gradient_detaches_attention():
+    """App. B: the attention module is cut from the graph, so the score differs from the full gradient."""
+    model = small_model("lstm", "additive")
+    _, batch = small_batch()
+    embedded = model.embed(batch).detach().requires_grad_(True)
+    out = model(batch, embedded=embedded)
+    out.probs.gather(1, out.logits.argmax(-1, keepdim=True)).sum().backward()
+    full = (embedded.grad * embedded).sum(-1).abs()
+    detached = get_method("gradient").attribute(model, batch)
+    assert not torch.allclose(full, detached)
+
+
+@pytest.mark.parametrize("encoder,attention", VARIANTS)
+def test_batched_loo_equals_per_instance(encoder, attention):
+    model = small_model(encoder, attention)
+    seqs, batch = small_batch(1)
+    scores = get_method("loo").attribute(model, batch)
+    assert torch.all(scores[~batch.mask] == 0)
+    for i, seq in enumerate(seqs):
+        np.testing.assert_allclose(scores[i, : len(seq)].numpy(), reference.loo(model, seq), atol=1e-5)
+    # the same numbers when the deletions are split into several forward passes
+    np.testing.assert_allclose(get_method("loo", max_tokens=30).attribute(model, batch).numpy(), scores.numpy(),
+                               atol=1e-6)
+
+
+def test_loo_builds_every_deletion_once():
+    seqs, batch = small_batch(2, lengths=(5, 3))
+    deleted, b, t = deletions(batch)
+    assert deleted.tokens.shape == (8, 4)
+    for row in range(8):
+        expected = np.delete(seqs[int(b[row])], int(t[row]))
+        got = deleted.tokens[row][deleted.mask[row]].numpy()
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_loo_of_a_single_token_is_nan():
+    model = small_model("average", "additive")
+    scores = get_method("loo").attribute(model, collate([np.array([5]), np.array([5, 6, 7])]))
+    assert torch.isnan(scores[0, 0]) and not torch.isnan(scores[1]).any()
+
+
+# -- planted corpus: a check that can fail ------------------------------------------------------------------
+
+def _planted_positions(tokens):
+    """Marker words (negalpha, posbravo, ...) are the only tokens that decide the label."""
+    return np.array([t[:3] in ("pos", "neg") and len(t) >= 7 for t in tokens])
+
+
+@pytest.fixture(scope="session")
+def planted_average_dir(planted_dataset):
+    """An Average-encoder model trained to convergence on the planted corpus (10 epochs, last epoch kept: with
+    dev ROC-AUC saturating at 1.0 "best" selection would keep an early, barely trained epoch)."""
+    from attnaudit import train
+
+    out = planted_dataset / "models" / "average-additive-base-s0-jw"
+    if not (out / "model.pt").exists():
+        train.run(str(planted_dataset / "dataset"), str(planted_dataset / "embeddings" / "matrix.npy"), str(out),
+                  {"encoder": "average", "attention": "additive", "epochs": 10, "selection": "last"}, threads=1)
+    return out
+
+
+@pytest.fixture(scope="module")
+def planted_scores(planted_dataset, planted_average_dir):
+    inputs = load_audit_inputs(planted_dataset / "dataset", planted_average_dir, "test")
+    examples = inputs.examples.set_index("id")
+    rows = []
+    for _, batch in iterate_chunk(inputs, 32):
+        scores = {m: get_method(m).attribute(inputs.model, batch) for m in ("attention", "gradient", "loo")}
+        for i, instance in enumerate(batch.ids):
+            n = int(batch.lengths[i])
+            rows.append({"id": instance, "planted": _planted_positions(examples.loc[instance, "tokens"]),
+                         **{m: s[i, :n].numpy() for m, s in scores.items()}})
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("method", ["attention", "gradient", "loo"])
+def test_planted_positions_rank_first(planted_scores, method):
+    """Top-k hit: the k = #planted highest-scoring positions are exactly the planted ones (markers <s>, </s>
+    excluded), for nearly every test instance of an Average model trained on the planted corpus."""
+    hits = []
+    for _, r in planted_scores.iterrows():
+        planted, scores = r["planted"], r[method][1:-1]  # drop <s>, </s>
+        planted = planted[1:-1]
+        k = int(planted.sum())
+        top = np.argsort(-scores, kind="stable")[:k]
+        hits.append(bool(planted[top].all()))
+    assert np.mean(hits) >= 0.9, f"{method}: planted words ranked first in only {np.mean(hits):.0%} of instances"

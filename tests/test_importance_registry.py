@@ -1,0 +1,49 @@
+"""Contract of the whole importance registry (GUIDE §4, §6): every registered method, on a small model of every
+encoder × attention, returns a finite [B, T] tensor that is zero on padding, is deterministic on repeat, does not
+depend on the other instances of the batch, and never touches parameter gradients."""
+
+import pytest
+import torch
+
+from attnaudit.importance import METHODS, ImportanceMethod, get_method
+from test_saliency_helpers import ENCODERS, tiny_batch, tiny_model
+
+VARIANTS = [(e, a) for e in ENCODERS for a in ("additive", "dot")]
+EXPECTED = {"attention", "gradient", "loo", "saliency_l2", "grad_x_input", "integrated_gradients", "occlusion",
+            "omission", "lrp", "random"}
+
+
+def test_registry_has_the_audited_methods():
+    assert EXPECTED <= set(METHODS)
+    for name, cls in METHODS.items():
+        assert issubclass(cls, ImportanceMethod) and cls.name == name
+        assert isinstance(cls.signed, bool) and cls.citation, f"{name} needs `signed` and a citation"
+
+
+@pytest.mark.parametrize("encoder,attention", VARIANTS)
+@pytest.mark.parametrize("name", sorted(METHODS))
+def test_method_contract(name, encoder, attention):
+    model = tiny_model(encoder, attention, seed=1)
+    batch = tiny_batch(lengths=(5, 9, 3, 7), seed=2)
+    method = get_method(name)
+    scores = method.attribute(model, batch)
+    assert scores.shape == batch.tokens.shape
+    assert torch.all(scores[~batch.mask] == 0), "padding must score exactly 0"
+    assert torch.isfinite(scores[batch.mask]).all()
+    again = get_method(name).attribute(model, batch)
+    torch.testing.assert_close(scores, again, rtol=0, atol=0)
+    assert all(p.grad is None for p in model.parameters())
+
+    # an instance's scores do not depend on its batch companions or the padded width
+    alone = tiny_batch(lengths=(7,), seed=2)
+    alone.tokens[0], alone.ids[0] = batch.tokens[3, :7], batch.ids[3]
+    torch.testing.assert_close(get_method(name).attribute(model, alone)[0], scores[3, :7], rtol=1e-4, atol=1e-5)
+
+
+def test_methods_run_on_marker_only_instances():
+    """A document reduced to <s> </s> (no words) must not crash any method."""
+    model = tiny_model("lstm", "additive")
+    batch = tiny_batch(lengths=(2, 6), seed=3)
+    for name in sorted(METHODS):
+        scores = get_method(name).attribute(model, batch)
+        assert scores.shape == batch.tokens.shape and torch.isfinite(scores[batch.mask]).all(), name

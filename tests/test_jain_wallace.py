@@ -1,0 +1,240 @@
+"""J&W audits (§4): batched permutation and adversarial code equal naive per-instance references, the adversary
+never reports an invalid adversary as valid, sharding does not change results, tables/figures/heatmaps/CLI."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from attnaudit import AttnauditError
+from attnaudit.auditing import instance_seed
+from attnaudit.cli import main
+from attnaudit.jain_wallace import reference, rng
+from attnaudit.jain_wallace.adversarial import epsilon_max_jsd, find_adversaries
+from attnaudit.jain_wallace.common import batch_seeds, content_mask
+from attnaudit.jain_wallace.options import DEFAULTS, resolve
+from attnaudit.jain_wallace.permutation import permutation_deltas, permute
+from attnaudit.jain_wallace.run import gather, run_audit
+from attnaudit.metrics import LN2, jsd, tvd
+from test_importance_jw import VARIANTS, small_batch, small_model
+
+MARKERS = (2, 3)
+FAST = {"adversarial": {"steps": 25}, "permutation": {"n_permutations": 20}}
+
+
+def test_counter_rng_is_per_instance_and_width_free():
+    seeds = torch.tensor([5, 9])
+    wide = rng.uniform(seeds, 4, 30, rng.STREAM_PERMUTATION)
+    narrow = rng.uniform(seeds[1:], 4, 12, rng.STREAM_PERMUTATION)
+    torch.testing.assert_close(wide[1, :, :12], narrow[0])
+    assert not torch.equal(wide[0], wide[1])
+    assert 0 < wide.min() and wide.max() < 1
+    assert not torch.equal(rng.uniform(seeds, 4, 30, rng.STREAM_ADVERSARY_U1), wide)
+
+
+def test_permute_moves_only_permutable_weights():
+    _, batch = small_batch()
+    alpha = torch.rand(batch.tokens.shape).masked_fill(~batch.mask, 0)
+    permutable = content_mask(batch, MARKERS)
+    out = permute(alpha, permutable, batch_seeds(0, batch.ids), 50)
+    fixed = ~permutable
+    assert torch.equal(out[:, :, :][fixed[:, None, :].expand_as(out)], alpha[:, None, :].expand_as(out)[
+        fixed[:, None, :].expand_as(out)])
+    for b in range(len(batch.ids)):
+        values = alpha[b][permutable[b]].sort().values
+        for p in range(50):
+            torch.testing.assert_close(out[b, p][permutable[b]].sort().values, values)
+    assert (out[0] != alpha[0]).any()  # something moved
+
+
+@pytest.mark.parametrize("encoder,attention", VARIANTS)
+def test_batched_permutation_equals_per_instance(encoder, attention):
+    model = small_model(encoder, attention)
+    seqs, batch = small_batch(3)
+    permutable = content_mask(batch, MARKERS)
+    _, deltas = permutation_deltas(model, batch, batch_seeds(7, batch.ids), 30, permutable)
+    for i, seq in enumerate(seqs):
+        naive = reference.permutation_deltas(model, seq, permutable[i, : len(seq)].numpy(),
+                                             instance_seed(7, batch.ids[i]), 30)
+        np.testing.assert_allclose(deltas[i].numpy(), naive, atol=1e-6)
+
+
+@pytest.mark.parametrize("encoder", ["lstm", "cnn", "average"])
+def test_batched_adversary_equals_each_instance_alone(encoder):
+    model = small_model(encoder, "additive", num_classes=2)
+    seqs, batch = small_batch(4)
+    with torch.no_grad():
+        out = model(batch)
+    options = dict(k=4, epsilon=0.01, lam=500.0, steps=60, lr=0.05, amsgrad=True, init_scale=3.0)
+    adv = find_adversaries(model, out.hidden, out.query, out.attention, out.probs, batch.mask,
+                           batch_seeds(1, batch.ids), **options)
+    for i, seq in enumerate(seqs):
+        alone = reference.adversaries(model, seq, np.ones(len(seq), bool), instance_seed(1, batch.ids[i]), **options)
+        np.testing.assert_allclose(adv.attention[i, :, : len(seq)].numpy(), alone["attention"], atol=1e-5)
+        np.testing.assert_allclose(adv.tvd[i].numpy(), alone["tvd"], atol=1e-5)
+        np.testing.assert_allclose(adv.jsd[i].numpy(), alone["jsd"], atol=1e-5)
+        assert adv.attention[i, :, len(seq):].abs().sum() == 0  # padding never receives attention
+
+
+def _check_validity(model, batch, adv, epsilon):
+    """Every adversary reported valid has TVD ≤ ε, recomputed from its attention through the decoder."""
+    with torch.no_grad():
+        out = model(batch)
+        probs = torch.softmax(model.decode(out.hidden, adv.attention, out.query), dim=-1)
+        recomputed = tvd(probs, out.probs[:, None, :])
+    assert torch.all(adv.tvd[adv.valid].double() <= epsilon)
+    assert torch.all(recomputed[adv.valid] <= epsilon + 1e-6)
+    assert torch.all(adv.valid == (adv.tvd.double() <= epsilon))
+    assert torch.all((adv.jsd >= 0) & (adv.jsd <= LN2))
+
+
+@pytest.mark.parametrize("epsilon", [1e-6, 0.01, 0.05])
+def test_adversary_never_reports_an_invalid_adversary(planted_dataset, planted_model_dir, epsilon):
+    from attnaudit.auditing import iterate_chunk, load_audit_inputs
+
+    inputs = load_audit_inputs(planted_dataset / "dataset", planted_model_dir, "test")
+    _, batch = next(iterate_chunk(inputs, 32))
+    with torch.no_grad():
+        out = inputs.model(batch)
+    adv = find_adversaries(inputs.model, out.hidden, out.query, out.attention, out.probs, batch.mask,
+                           batch_seeds(0, batch.ids), k=3, epsilon=epsilon, steps=40)
+    _check_validity(inputs.model, batch, adv, epsilon)
+    best = epsilon_max_jsd(adv)
+    expected = torch.where(adv.valid, adv.jsd, torch.zeros_like(adv.jsd)).max(dim=1).values
+    torch.testing.assert_close(best, expected)
+    assert torch.all(best[~adv.valid.any(dim=1)] == 0)
+    assert torch.all(epsilon_max_jsd(adv, "nan")[~adv.valid.any(dim=1)].isnan())
+    if epsilon == 0.05:
+        assert adv.valid.float().mean() > 0.5  # the search does find adversaries
+
+
+# -- the audit runner: sharding, outputs ---------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def planted_audits(planted_dataset, planted_model_dir, tmp_path_factory):
+    """Each audit on the planted test split, once in 1 chunk and once in 3 chunks (gathered)."""
+    out = tmp_path_factory.mktemp("jw_audits")
+    frames = {}
+    for audit in ("correlation", "permutation", "adversarial"):
+        whole = run_audit(audit, planted_dataset / "dataset", planted_model_dir, out / "one" / f"jw_{audit}.parquet",
+                          batch_size=16, seed=3, options=FAST, progress=False)
+        parts = [out / "three" / audit / f"chunk-{c}-of-3.parquet" for c in range(3)]
+        for c, part in enumerate(parts):
+            run_audit(audit, planted_dataset / "dataset", planted_model_dir, part, chunk=c, n_chunks=3,
+                      batch_size=16, seed=3, options=FAST, progress=False)
+        frames[audit] = (whole, gather(parts, out / "three" / f"jw_{audit}.parquet"))
+    return out, frames
+
+
+@pytest.mark.parametrize("audit", ["correlation", "permutation", "adversarial"])
+def test_sharded_output_identical_to_one_chunk(planted_audits, audit):
+    _, frames = planted_audits
+    whole, sharded = frames[audit]
+    assert len(whole) == 120 and whole["row"].tolist() == list(range(120))
+    pd.testing.assert_frame_equal(whole, sharded)
+
+
+def test_audit_columns(planted_audits):
+    _, frames = planted_audits
+    corr, perm, adv = (frames[a][0] for a in ("correlation", "permutation", "adversarial"))
+    for pair in ("attention_gradient", "attention_loo", "gradient_loo"):
+        assert corr[f"tau_{pair}"].between(-1, 1).all() and corr[f"p_{pair}"].between(0, 1).all()
+    assert (corr["n_positions"] == corr["n_tokens"] - 2).all()  # <s>, </s> left out of the rankings
+    assert perm["delta_median"].between(0, 1).all() and (perm["deltas"].map(len) == 20).all()
+    assert (perm["delta_q05"] <= perm["delta_median"]).all() and (perm["delta_median"] <= perm["delta_q95"]).all()
+    assert adv["eps_max_jsd"].between(0, LN2).all()
+    for _, r in adv.iterrows():
+        valid, tvds = np.asarray(r["adversary_valid"]), np.asarray(r["adversary_tvd"])
+        assert (tvds[valid] <= 0.01).all() and r["n_valid"] == valid.sum()
+        if r["n_valid"]:
+            assert r["best_tvd"] <= 0.01 and len(r["adversarial_attention"]) == r["n_tokens"]
+            assert r["eps_max_jsd"] == pytest.approx(np.max(np.asarray(r["adversary_jsd"])[valid]))
+            assert float(jsd(torch.tensor(r["attention"]), torch.tensor(r["adversarial_attention"]))) == \
+                pytest.approx(r["eps_max_jsd"], abs=1e-5)
+
+
+def test_tables_figures_heatmaps(planted_audits, planted_dataset, tmp_path):
+    from attnaudit.jain_wallace.figures import FIGURES, write_figures
+    from attnaudit.jain_wallace.heatmaps import write_heatmaps
+    from attnaudit.jain_wallace.tables import write_tables
+
+    out, _ = planted_audits
+    root = tmp_path / "audits"
+    for model in ("average-additive-base-s0", "lstm-additive-base-s0"):  # the same audits under two names
+        (root / "planted" / model).mkdir(parents=True)
+        for audit in ("correlation", "permutation", "adversarial"):
+            (root / "planted" / model / f"jw_{audit}.parquet").write_bytes((out / "one" / f"jw_{audit}.parquet").read_bytes())
+    runs = [{"dataset": "planted", "model": m, "corpus": "sst"} for m in ("average-additive-base-s0", "lstm-additive-base-s0")]
+    tables = write_tables(root, runs, tmp_path / "tables", FAST)
+    corr = pd.read_csv(tmp_path / "tables" / "correlation.csv")
+    assert {"dataset", "model", "predicted_class", "pair", "tau_mean", "tau_std", "significant_fraction", "n"} <= set(corr)
+    assert set(corr["pair"]) == {"attention~gradient", "attention~loo", "gradient~loo"}
+    assert corr.groupby(["model", "pair"])["n"].sum().eq(120).all()
+    perm = pd.read_csv(tmp_path / "tables" / "permutation.csv")
+    assert {"delta_median_q50", "small_change_fraction"} <= set(perm)
+    adv = pd.read_csv(tmp_path / "tables" / "adversarial.csv")
+    assert {"eps_max_jsd_mean", "high_jsd_fraction"} <= set(adv)
+    t2 = tables["table2"]
+    assert set(t2["measure"]) == {"tau_g", "tau_loo"} and t2["jw_mean"].notna().all()
+    assert (t2[(t2["measure"] == "tau_g") & (t2["encoder"] == "lstm") & (t2["predicted_class"] == 0)]["jw_mean"] == 0.34).all()
+    assert "| planted | tau_g |" in (tmp_path / "tables" / "table2.md").read_text()
+
+    paths = write_figures("planted", ["average-additive-base-s0", "lstm-additive-base-s0"], root / "planted",
+                          tmp_path / "figures")
+    assert [p.stem for p in paths] == list(FIGURES) and all(p.stat().st_size > 1000 for p in paths)
+
+    page = tmp_path / "heatmaps.html"
+    write_heatmaps("planted", "average-additive-base-s0", root / "planted" / "average-additive-base-s0" /
+                   "jw_adversarial.parquet", planted_dataset / "dataset", page, n=3)
+    text = page.read_text()
+    assert "<script" not in text.lower() and "http" not in text and text.count("class='instance'") == 3
+    assert "Δŷ" in text
+
+
+def test_cli_runs_an_audit_chunk(planted_dataset, planted_model_dir, tmp_path):
+    out = tmp_path / "chunk.parquet"
+    code = main(["jain-wallace", "audit", "permutation", "--dataset-dir", str(planted_dataset / "dataset"),
+                 "--model-dir", str(planted_model_dir), "--out", str(out), "--chunk", "1", "--n-chunks", "2",
+                 "--batch-size", "16", "--options", json.dumps(FAST)])
+    assert code == 0 and 0 < len(pd.read_parquet(out)) < 120
+
+
+def test_options_reject_unknown_keys_and_match_schema():
+    import yaml
+
+    with pytest.raises(AttnauditError, match="adversarial.steps_"):
+        resolve({"adversarial": {"steps_": 3}})
+    from conftest import REPO
+
+    schema = yaml.safe_load((REPO / "schemas" / "config.schema.yaml").read_text())
+    block = schema["properties"]["jain_wallace"]["properties"]
+    for section, values in DEFAULTS.items():
+        assert set(block[section]["properties"]) == set(values), section
+        for key, value in values.items():
+            assert block[section]["properties"][key]["default"] == value, f"{section}.{key}"
+
+
+def test_bench_prints_one_line_per_audit(planted_dataset, planted_model_dir, capsys):
+    """Smoke test of ``python -m attnaudit bench jw`` (not timed: numbers depend on the machine)."""
+    import re
+
+    code = main(["bench", "jw", "--dataset-dir", str(planted_dataset / "dataset"), "--model-dir",
+                 str(planted_model_dir), "--threads", "1", "--naive-limit", "4", "--options", json.dumps(FAST)])
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert code == 0 and [line.split()[0] for line in lines] == [
+        "gradient", "loo", "permutation", "permutation_given_h", "adversarial", "adversarial_given_h"]
+    assert all(re.fullmatch(r"\w+ batched=[\d.]+ naive=[\d.]+ ratio=[\d.]+", line) for line in lines)
+
+
+def test_bench_resolves_dataset_and_model_names(tmp_path):
+    from argparse import Namespace
+
+    from attnaudit.bench import resolve_dirs
+
+    args = Namespace(dataset_dir=None, model_dir=None, dataset="sst", model="lstm-additive-base-s0",
+                     results=str(tmp_path))
+    assert resolve_dirs(args) == (tmp_path / "datasets" / "sst", tmp_path / "models" / "sst" / "lstm-additive-base-s0")
+    with pytest.raises(AttnauditError, match="--dataset-dir"):
+        resolve_dirs(Namespace(dataset_dir=None, model_dir=None, dataset=None, model=None, results="results"))

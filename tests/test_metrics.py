@@ -1,0 +1,66 @@
+"""Metric properties (GUIDE §6): TVD ∈ [0, 1], JSD ∈ [0, ln 2] in nats, both symmetric and 0 on equal inputs."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+from scipy.stats import kendalltau
+
+from attnaudit.jain_wallace.adversarial import relaxed_objective
+from attnaudit.metrics import LN2, jsd, kendall_tau, tvd
+
+weights = arrays(np.float64, st.integers(1, 12), elements=st.floats(0, 1e3, allow_nan=False))
+
+
+def _distributions(a, b):
+    n = min(len(a), len(b))
+    a, b = a[:n] + 1e-12, b[:n] + 1e-12  # hypothesis may draw all-zero rows
+    return torch.tensor(a / a.sum()), torch.tensor(b / b.sum())
+
+
+@settings(max_examples=200, deadline=None)
+@given(weights, weights)
+def test_tvd_bounded_and_symmetric(a, b):
+    p, q = _distributions(a, b)
+    d = float(tvd(p, q))
+    assert 0.0 <= d <= 1.0 + 1e-12
+    assert d == pytest.approx(float(tvd(q, p)), abs=1e-12)
+    assert float(tvd(p, p)) == 0.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(weights, weights)
+def test_jsd_bounded_symmetric_zero_on_equal(a, b):
+    p, q = _distributions(a, b)
+    d = float(jsd(p, q))
+    assert 0.0 <= d <= LN2
+    assert d == pytest.approx(float(jsd(q, p)), abs=1e-9)
+    assert float(jsd(p, p)) == pytest.approx(0.0, abs=1e-9)
+
+
+def test_jsd_in_nats_reaches_ln2_on_disjoint_supports():
+    p, q = torch.tensor([1.0, 0.0, 0.0]), torch.tensor([0.0, 0.5, 0.5])
+    assert float(jsd(p, q)) == pytest.approx(math.log(2), abs=1e-6)
+    assert float(tvd(p, q)) == pytest.approx(1.0)
+
+
+@settings(max_examples=50, deadline=None)
+@given(weights, weights)
+def test_adversary_objective_uses_the_same_jsd(a, b):
+    """With k = 1 and λ = 0 the relaxed objective of Eq. 1–2 is JSD(α, α̂) itself."""
+    p, q = _distributions(a, b)
+    value = relaxed_objective(p[None, None, :], q[None, :], torch.ones(1, 1, 2) / 2, torch.ones(1, 2) / 2,
+                              epsilon=0.01, lam=0.0)
+    assert float(value[0]) == pytest.approx(float(jsd(p, q)), abs=1e-8)
+
+
+def test_kendall_tau_is_scipy_tau_b_with_p_value():
+    a, b = np.array([1.0, 2, 2, 3, 5]), np.array([2.0, 1, 3, 3, 4])
+    expected = kendalltau(a, b, variant="b")
+    assert kendall_tau(a, b) == pytest.approx((expected.statistic, expected.pvalue))
+    assert all(np.isnan(kendall_tau(np.ones(4), a[:4])))
+    assert all(np.isnan(kendall_tau(a[:1], b[:1])))
