@@ -337,9 +337,11 @@ def test_pipeline_on_slurm_matches_local(slurm_cluster, tmp_path, say):
     if problem := layering_problems():    # would only fail after minutes, in srun
         pytest.fail(problem, pytrace=False)
     slurm_dir, local_dir = tmp_path / "slurm", tmp_path / "local"
-    slurm_cmd = [*SNAKEMAKE, "--profile", "profiles/slurm", "--configfile", str(config),
+    # --replace-workflow-config: tests/config.yaml replaces config.yaml (not merged into the SST grid)
+    slurm_cmd = [*SNAKEMAKE, "--profile", "profiles/slurm", "--configfile", str(config), "--replace-workflow-config",
                  "--directory", str(slurm_dir), *slurm_overrides(slurm_cluster, [PROFILE, workflow_profile])]
-    local_cmd = [*SNAKEMAKE, "--cores", "2", "--configfile", str(config), "--directory", str(local_dir)]
+    local_cmd = [*SNAKEMAKE, "--cores", "2", "--configfile", str(config), "--replace-workflow-config",
+                 "--directory", str(local_dir)]
 
     t = time.monotonic()
     run_snakemake(local_cmd, REPO, env, PIPELINE_TIMEOUT, tmp_path / "local.log")
