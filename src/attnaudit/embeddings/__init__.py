@@ -8,7 +8,6 @@ vectors lack are drawn from N(0, 1) with a seed (J&W App. A) and ``<pad>`` is ze
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 from pathlib import Path

@@ -63,6 +63,19 @@ def gradient_mode() -> Iterator[None]:
         yield
 
 
+def captum_on_embeddings(captum_cls, model: AttentionClassifier, batch: Batch, output: str, **kwargs
+                         ) -> torch.Tensor:
+    """Run a Captum gradient method on the word embeddings for the predicted class: ``[B, T, d]``, detached."""
+    from attnaudit.importance import predicted_class
+
+    target = predicted_class(model, batch)
+    with gradient_mode():
+        embedded = model.embed(batch).detach().requires_grad_(True)
+        attributions = captum_cls(embedding_forward(model, output)).attribute(
+            embedded, target=target, additional_forward_args=(batch.tokens, batch.mask), **kwargs)
+    return attributions.detach()
+
+
 def row_slices(n_rows: int, width: int, dim: int, max_elements: int) -> list[slice]:
     """Cut ``n_rows`` rows of ``[width, dim]`` activations into slices of at most ``max_elements`` floats."""
     per = max(1, max_elements // max(1, width * dim))

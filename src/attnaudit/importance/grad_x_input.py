@@ -7,8 +7,8 @@ predicted class. Full computation path (attention not detached).
 
 from captum.attr import InputXGradient
 
-from attnaudit.importance import ImportanceMethod, predicted_class, register
-from attnaudit.importance._forward import check_output, embedding_forward, gradient_mode
+from attnaudit.importance import ImportanceMethod, register
+from attnaudit.importance._forward import captum_on_embeddings, check_output
 
 
 @register
@@ -21,9 +21,5 @@ class GradXInput(ImportanceMethod):
         self.output = check_output(output)
 
     def attribute(self, model, batch):
-        target = predicted_class(model, batch)
-        with gradient_mode():
-            embedded = model.embed(batch).detach().requires_grad_(True)
-            attributions = InputXGradient(embedding_forward(model, self.output)).attribute(
-                embedded, target=target, additional_forward_args=(batch.tokens, batch.mask))
-        return attributions.detach().sum(dim=-1).masked_fill(~batch.mask, 0.0)
+        attributions = captum_on_embeddings(InputXGradient, model, batch, self.output)
+        return attributions.sum(dim=-1).masked_fill(~batch.mask, 0.0)

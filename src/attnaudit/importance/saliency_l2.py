@@ -8,8 +8,8 @@ this *sensitivity*, not saliency (§3.1, after Ancona et al. 2019).
 
 from captum.attr import Saliency
 
-from attnaudit.importance import ImportanceMethod, predicted_class, register
-from attnaudit.importance._forward import check_output, embedding_forward, gradient_mode
+from attnaudit.importance import ImportanceMethod, register
+from attnaudit.importance._forward import captum_on_embeddings, check_output
 
 
 @register
@@ -22,9 +22,5 @@ class SaliencyL2(ImportanceMethod):
         self.output = check_output(output)
 
     def attribute(self, model, batch):
-        target = predicted_class(model, batch)
-        with gradient_mode():
-            embedded = model.embed(batch).detach().requires_grad_(True)
-            grads = Saliency(embedding_forward(model, self.output)).attribute(
-                embedded, target=target, abs=False, additional_forward_args=(batch.tokens, batch.mask))
-        return grads.detach().norm(dim=-1).masked_fill(~batch.mask, 0.0)
+        gradients = captum_on_embeddings(Saliency, model, batch, self.output, abs=False)
+        return gradients.norm(dim=-1).masked_fill(~batch.mask, 0.0)

@@ -10,7 +10,6 @@ sentence markers), and ``test_sample`` keeps a seeded fraction of the test docum
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import re
