@@ -49,6 +49,26 @@ def test_given_attention_and_decode_reproduce_the_forward_pass(encoder, attentio
     assert not torch.allclose(model(batch, attention=uniform).logits, out.logits)
 
 
+@pytest.mark.parametrize("training", [False, True])
+def test_lstm_encoder_equals_packed_nn_lstm(training):
+    """The two-direction encoder gives nn.LSTM's packed-sequence states and gradients (padding masked to 0)."""
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+    model, batch = make("lstm", "additive"), collate(sequences(3))
+    model.train(training)
+    encoder = model.encoder
+    embedded = model.embed(batch).detach().requires_grad_(True)
+    ours = encoder(embedded, batch.mask)
+    packed = pack_padded_sequence(embedded, batch.mask.sum(1), batch_first=True, enforce_sorted=False)
+    theirs = pad_packed_sequence(encoder.rnn(packed)[0], batch_first=True, total_length=batch.tokens.shape[1])[0]
+    torch.testing.assert_close(ours, theirs, atol=1e-6, rtol=1e-5)
+    weights = torch.randn_like(ours)
+    grad_ours = torch.autograd.grad((ours * weights).sum(), [embedded, *encoder.rnn.parameters()])
+    grad_theirs = torch.autograd.grad((theirs * weights).sum(), [embedded, *encoder.rnn.parameters()])
+    for a, b in zip(grad_ours, grad_theirs):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
+
+
 def test_forward_from_given_embeddings_and_detached_attention_gradients():
     model, batch = make("lstm", "additive"), collate(sequences())
     embedded = model.embed(batch).detach().requires_grad_(True)

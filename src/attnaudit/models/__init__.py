@@ -14,7 +14,6 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 from torch import nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 ENCODERS = ("lstm", "cnn", "average")
 ATTENTIONS = ("additive", "dot")
@@ -76,19 +75,36 @@ class ModelConfig:
 
 
 class LSTMEncoder(nn.Module):
-    """Bidirectional LSTM, 300 → 128 per direction (J&W A.1); packed so padding never leaks into states."""
+    """Bidirectional LSTM, 300 → 128 per direction (J&W A.1); padding never leaks into states.
+
+    Same numbers as ``pack_padded_sequence`` through ``nn.LSTM`` (a test checks it), about twice as fast on CPU:
+    the forward direction runs on the padded batch (padding comes after every real token, so it cannot reach
+    them), the backward direction on each sequence reversed within its own length, both through the fused
+    one-direction kernel, which packed input cannot use.
+    """
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.rnn = nn.LSTM(cfg.embedding_dim, cfg.lstm_hidden, batch_first=True, bidirectional=True)
         self.output_dim = 2 * cfg.lstm_hidden
 
+    def _direction(self, inputs: torch.Tensor, weights: list[torch.Tensor]) -> torch.Tensor:
+        zeros = inputs.new_zeros(1, inputs.shape[0], self.rnn.hidden_size)
+        # torch.lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+        return torch.lstm(inputs, (zeros, zeros), weights, True, 1, 0.0, self.training, False, True)[0]
+
     def forward(self, embedded: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        lengths = mask.sum(dim=1).clamp(min=1).cpu()
-        packed = pack_padded_sequence(embedded, lengths, batch_first=True, enforce_sorted=False)
-        out, _ = self.rnn(packed)
-        hidden, _ = pad_packed_sequence(out, batch_first=True, total_length=embedded.shape[1])
-        return hidden
+        width = embedded.shape[1]
+        lengths = mask.sum(dim=1, keepdim=True)
+        positions = torch.arange(width, device=embedded.device)[None, :]
+        reverse = torch.where(positions < lengths, lengths - 1 - positions, positions)[:, :, None]  # an involution
+        rnn = self.rnn
+        forward = self._direction(embedded, [rnn.weight_ih_l0, rnn.weight_hh_l0, rnn.bias_ih_l0, rnn.bias_hh_l0])
+        backward = self._direction(embedded.gather(1, reverse.expand_as(embedded)),
+                                   [rnn.weight_ih_l0_reverse, rnn.weight_hh_l0_reverse,
+                                    rnn.bias_ih_l0_reverse, rnn.bias_hh_l0_reverse])
+        backward = backward.gather(1, reverse.expand_as(backward))
+        return torch.cat([forward, backward], dim=-1) * mask[:, :, None].to(embedded.dtype)
 
 
 class CNNEncoder(nn.Module):
