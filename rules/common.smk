@@ -35,6 +35,16 @@ wildcard_constraints:
     model=r"[a-z]+-[a-z]+-[a-z]+-s\d+",
 
 
+def dataset_subset(key, names):
+    """The datasets a stage audits: ``names`` from config key ``key`` (all datasets if null), each checked."""
+    if names is None:
+        return list(DATASETS)
+    unknown = [n for n in names if n not in DATASETS]
+    if unknown:
+        raise ValueError(f"config {key}: {unknown} not under datasets: (expected some of {list(DATASETS)})")
+    return list(names)
+
+
 def corpus_of(dataset):
     return DATASETS[dataset]["corpus"]
 
@@ -64,14 +74,17 @@ def embedding_options(dataset):
 
 
 def model_ids(dataset):
-    grid = {**GRID_DEFAULTS, **DATASETS[dataset].get("grid", {})}
-    return [
-        format_model_id(encoder, attention, regulariser, seed)
-        for encoder in grid["encoders"]
-        for attention in grid["attentions"]
-        for regulariser in grid["regularisers"]
-        for seed in grid["seeds"]
-    ]
+    """Model ids of a dataset's grid: the product of each block's lists, blocks united in order."""
+    blocks = DATASETS[dataset].get("grid", {})
+    ids = {}
+    for block in blocks if isinstance(blocks, list) else [blocks]:
+        grid = {**GRID_DEFAULTS, **block}
+        for encoder in grid["encoders"]:
+            for attention in grid["attentions"]:
+                for regulariser in grid["regularisers"]:
+                    for seed in grid["seeds"]:
+                        ids[format_model_id(encoder, attention, regulariser, seed)] = None
+    return list(ids)
 
 
 def train_spec(dataset, model):

@@ -8,7 +8,7 @@
 JW = config["jain_wallace"]
 JW_AUDITS = ["jw_correlation", "jw_permutation", "jw_adversarial"]
 JW_CHUNK = "results/audits/{dataset}/{model}/{audit}/chunk-{chunk}-of-{n_chunks}.parquet"
-JW_TABLES = ["correlation.csv", "permutation.csv", "adversarial.csv", "table2.csv", "table2.md"]
+JW_TABLES = ["correlation.csv", "permutation.csv", "adversarial.csv", "table2.csv", "table2.md", "seeds.csv", "seeds.md"]
 JW_FIGURES = [
     "fig2_tau_gradient",
     "fig2_tau_loo",
@@ -28,7 +28,11 @@ jw_gathered = lambda dataset: [
     f"results/audits/{dataset}/{m}/{a}.parquet" for m in model_ids(dataset) for a in JW_AUDITS
 ]
 jw_runs = lambda: as_json(
-    [{"dataset": d, "model": m, "corpus": corpus_of(d)} for d in DATASETS for m in model_ids(d)]
+    [
+        {"dataset": d, "model": m, "corpus": corpus_of(d), "selection": train_spec(d, m).get("selection", "best")}
+        for d in DATASETS
+        for m in model_ids(d)
+    ]
 )
 jain_wallace_targets = lambda: (
     [f"results/tables/jain_wallace/{t}" for t in JW_TABLES]
@@ -189,6 +193,18 @@ rule jw_tables:
             category=JW_REPORT,
             subcategory="Tables",
             labels={"table": "Table 2: ours vs J&W (markdown)"},
+        ),
+        seeds=report(
+            "results/tables/jain_wallace/seeds.csv",
+            category=JW_REPORT,
+            subcategory="Tables",
+            labels={"table": "τ over seeds and selection rules (csv)"},
+        ),
+        seeds_md=report(
+            "results/tables/jain_wallace/seeds.md",
+            category=JW_REPORT,
+            subcategory="Tables",
+            labels={"table": "τ over seeds and selection rules (markdown)"},
         ),
     params:
         runs=jw_runs(),

@@ -11,20 +11,24 @@ SAL_PARTS = ["scores", "agreement", "faithfulness"]
 SAL_CHUNK = "results/audits/{dataset}/{model}/saliency_{part}/chunk-{chunk}-of-{n_chunks}.parquet"
 SAL_TABLES = ["agreement", "faithfulness", "cost", "ig_convergence"]
 SAL_REPORT = "Bastings & Filippova 2020"
-SAL_PLANTED = [d for d in DATASETS if corpus_of(d) == "planted"]
+SAL_DATASETS = dataset_subset("saliency.datasets", SAL["datasets"])
+sal_models = lambda dataset: [
+    m for m in model_ids(dataset) if SAL["seeds"] is None or parse_model_id(m)["seed"] in SAL["seeds"]
+]
+SAL_PLANTED = [d for d in SAL_DATASETS if corpus_of(d) == "planted"]
 
 
 # Helpers are name-bound lambdas (`snakemake --lint` flags `def` functions in a file that also has rules).
 sal_gathered = lambda part: [
-    f"results/audits/{d}/{m}/saliency_{part}.parquet" for d in DATASETS for m in model_ids(d)
+    f"results/audits/{d}/{m}/saliency_{part}.parquet" for d in SAL_DATASETS for m in sal_models(d)
 ]
 saliency_targets = lambda: (
     [f"results/tables/bastings_filippova/{t}.csv" for t in SAL_TABLES]
     + (["results/tables/bastings_filippova/planted.csv"] if SAL_PLANTED else [])
     + [
         f"results/figures/bastings_filippova/{d}/{m}/{f}.png"
-        for d in DATASETS
-        for m in model_ids(d)
+        for d in SAL_DATASETS
+        for m in sal_models(d)
         for f in ("agreement", "faithfulness")
     ]
 )
@@ -160,7 +164,7 @@ rule saliency_tables:
             for name in SAL_TABLES
         },
     params:
-        runs=as_json([[d, m] for d in DATASETS for m in model_ids(d)]),
+        runs=as_json([[d, m] for d in SAL_DATASETS for m in sal_models(d)]),
         out_dir=subpath(output.agreement, parent=True),
     log:
         "logs/saliency_tables/tables.log",
@@ -176,7 +180,7 @@ rule saliency_tables:
 rule saliency_planted:
     """Precision@k of the planted tokens for every method (the ground truth of the planted corpus)."""
     input:
-        scores=[f"results/audits/{d}/{m}/saliency_scores.parquet" for d in SAL_PLANTED for m in model_ids(d)],
+        scores=[f"results/audits/{d}/{m}/saliency_scores.parquet" for d in SAL_PLANTED for m in sal_models(d)],
         examples=[f"results/datasets/{d}/examples.parquet" for d in SAL_PLANTED],
     output:
         report(
@@ -195,7 +199,7 @@ rule saliency_planted:
                     "scores": f"results/audits/{d}/{m}/saliency_scores.parquet",
                 }
                 for d in SAL_PLANTED
-                for m in model_ids(d)
+                for m in sal_models(d)
             ]
         ),
         options=as_json({"planted_k": SAL["planted_k"], "rankings": SAL["rankings"]}),

@@ -26,6 +26,17 @@ def test_valid_minimal_config_dry_runs(tmp_path):
     assert "train" in proc.stdout
 
 
+def test_grid_blocks_are_united(tmp_path):
+    """A list of grid blocks trains the union of their products, each model once."""
+    grid = [{"encoders": ["average", "cnn"], "attentions": ["dot"]},
+            {"encoders": ["average"], "attentions": ["dot"], "seeds": [0, 1]}]
+    proc = dry_run(tmp_path, {"datasets": {"planted": {"corpus": "planted", "grid": grid}}})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    planned = {line.split("results/models/planted/")[1].split("/")[0]
+               for line in proc.stdout.splitlines() if "results/models/planted/" in line}
+    assert planned == {"average-dot-base-s0", "cnn-dot-base-s0", "average-dot-base-s1"}, proc.stdout[-3000:]
+
+
 @pytest.mark.parametrize("cfg,expected", [
     ({**BASE, "train": {"epoch": 3}}, "'epoch' was unexpected"),
     ({**BASE, "train": {"lr": -1}}, "-1"),

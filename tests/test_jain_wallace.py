@@ -162,11 +162,12 @@ def test_tables_figures_heatmaps(planted_audits, planted_dataset, tmp_path):
 
     out, _ = planted_audits
     root = tmp_path / "audits"
-    for model in ("average-additive-base-s0", "lstm-additive-base-s0"):  # the same audits under two names
+    models = ("average-additive-base-s0", "lstm-additive-base-s0", "lstm-additive-base-s1")
+    for model in models:  # the same audits under three names
         (root / "planted" / model).mkdir(parents=True)
         for audit in ("correlation", "permutation", "adversarial"):
             (root / "planted" / model / f"jw_{audit}.parquet").write_bytes((out / "one" / f"jw_{audit}.parquet").read_bytes())
-    runs = [{"dataset": "planted", "model": m, "corpus": "sst"} for m in ("average-additive-base-s0", "lstm-additive-base-s0")]
+    runs = [{"dataset": "planted", "model": m, "corpus": "sst", "selection": "best"} for m in models]
     tables = write_tables(root, runs, tmp_path / "tables", FAST)
     corr = pd.read_csv(tmp_path / "tables" / "correlation.csv")
     assert {"dataset", "model", "predicted_class", "pair", "tau_mean", "tau_std", "significant_fraction", "n"} <= set(corr)
@@ -180,6 +181,12 @@ def test_tables_figures_heatmaps(planted_audits, planted_dataset, tmp_path):
     assert set(t2["measure"]) == {"tau_g", "tau_loo"} and t2["jw_mean"].notna().all()
     assert (t2[(t2["measure"] == "tau_g") & (t2["encoder"] == "lstm") & (t2["predicted_class"] == 0)]["jw_mean"] == 0.34).all()
     assert "| planted | tau_g |" in (tmp_path / "tables" / "table2.md").read_text()
+    seeds = tables["seeds"].set_index(["encoder", "measure", "predicted_class"])
+    lstm_g = seeds.loc[("lstm", "tau_g", 0)]
+    assert lstm_g["n_seeds"] == 2 and lstm_g["seeds"] == "0 1" and lstm_g["tau_std_over_seeds"] == 0.0
+    assert lstm_g["jw_mean"] == 0.34 and seeds.loc[("average", "tau_g", 0)]["jw_mean"] == 0.61
+    assert np.isnan(seeds.loc[("average", "tau_loo", 0)]["jw_mean"])  # J&W report τ_loo for the BiLSTM only
+    assert "| planted | best | lstm-additive-base | tau_g | 0 |" in (tmp_path / "tables" / "seeds.md").read_text()
 
     paths = write_figures("planted", ["average-additive-base-s0", "lstm-additive-base-s0"], root / "planted",
                           tmp_path / "figures")

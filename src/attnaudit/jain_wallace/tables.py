@@ -1,6 +1,7 @@
 """Summary tables of the J&W audits (results/tables/jain_wallace/): one row per dataset × model × predicted
 class, in the layout of J&W Table 2 (mean ± std of τ and the fraction significant at p < 0.05), plus
-``table2.csv``/``table2.md`` that put our numbers next to the paper's Table 2."""
+``table2.csv``/``table2.md`` that put our numbers next to the paper's Table 2, and ``seeds.csv``/``seeds.md``:
+τ_g and τ_loo over training seeds and model-selection rules (how much of a gap to J&W is run-to-run noise)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from attnaudit import AttnauditError
 from attnaudit.io import write_text
 from attnaudit.jain_wallace.correlation import method_pairs, pair_name
 from attnaudit.jain_wallace.options import resolve
@@ -46,9 +48,9 @@ JW_MEASURES = (("tau_g", "lstm", "attention~gradient"), ("tau_g", "average", "at
 def _variant(model: str) -> dict:
     try:
         v = parse_model_id(model)
-        return {"encoder": v["encoder"], "attention": v["attention"]}
-    except Exception:  # a hand-named model directory
-        return {"encoder": "", "attention": ""}
+    except AttnauditError:  # a hand-named model directory
+        return {"encoder": "", "attention": "", "regulariser": "", "seed": -1}
+    return {k: v[k] for k in ("encoder", "attention", "regulariser", "seed")}
 
 
 def _load(audits_root: Path, runs: list[dict], audit: str) -> pd.DataFrame:
@@ -56,12 +58,13 @@ def _load(audits_root: Path, runs: list[dict], audit: str) -> pd.DataFrame:
     for run in runs:
         path = audits_root / run["dataset"] / run["model"] / AUDIT_FILES[audit]
         frame = pd.read_parquet(path)
-        frames.append(frame.assign(dataset=run["dataset"], model=run["model"], **_variant(run["model"])))
+        frames.append(frame.assign(dataset=run["dataset"], model=run["model"], selection=run.get("selection", ""),
+                                   **_variant(run["model"])))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 def _keys():
-    return ["dataset", "model", "encoder", "attention", "predicted_class"]
+    return ["dataset", "model", "encoder", "attention", "regulariser", "seed", "selection", "predicted_class"]
 
 
 def correlation_table(frame: pd.DataFrame, options: dict) -> pd.DataFrame:
@@ -152,8 +155,51 @@ def table2_markdown(frame: pd.DataFrame, options: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+SEED_MEASURES = {"attention~gradient": "tau_g", "attention~loo": "tau_loo"}
+
+
+def seeds_table(correlation: pd.DataFrame, corpora: dict[str, str]) -> pd.DataFrame:
+    """τ_g and τ_loo per dataset × selection rule × variant × predicted class: each seed's mean τ, then the mean
+    and std over seeds, next to J&W Table 2 (BiLSTM τ_g/τ_loo; Average τ_g)."""
+    jw_column = {(encoder, pair): i for i, (_, encoder, pair) in enumerate(JW_MEASURES)}
+    frame = correlation[correlation["pair"].isin(list(SEED_MEASURES))]
+    rows = []
+    keys = ["dataset", "selection", "encoder", "attention", "regulariser", "pair", "predicted_class"]
+    for key, group in frame.groupby(keys, sort=True):
+        group = group.sort_values("seed")
+        info = dict(zip(keys, key))
+        reference = JW_TABLE2.get(corpora.get(info["dataset"], ""), {}).get(int(info["predicted_class"]))
+        column = jw_column.get((info["encoder"], info["pair"]))
+        jw_mean = reference[column][0] if reference and column is not None else np.nan
+        means = group["tau_mean"].to_numpy(float)
+        rows.append({**info, "measure": SEED_MEASURES[info["pair"]], "n_seeds": len(means),
+                     "seeds": " ".join(str(int(x)) for x in group["seed"]),
+                     "per_seed": " ".join(f"{x:.3f}" for x in means),
+                     "tau_mean_over_seeds": means.mean(),
+                     "tau_std_over_seeds": means.std(ddof=1) if len(means) > 1 else np.nan,
+                     "tau_min": means.min(), "tau_max": means.max(), "jw_mean": jw_mean,
+                     "ours_minus_jw": means.mean() - jw_mean})
+    return pd.DataFrame(rows)
+
+
+def seeds_markdown(frame: pd.DataFrame) -> str:
+    lines = ["# τ over training seeds and model-selection rules (J&W Table 2 measures)", "",
+             "Each seed's mean τ over the test instances of one predicted class; then mean ± std over seeds. "
+             "Selection: `best` = the epoch with the best dev score, `last` = the final epoch. J&W: their "
+             "additive BiLSTM τ_g/τ_loo (Average τ_g for the average encoder), one run each.", "",
+             "| dataset | selection | model | measure | class | per seed | mean ± std over seeds | J&W | ours − J&W |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    fmt = lambda x: "–" if pd.isna(x) else f"{x:.2f}"  # noqa: E731
+    for _, r in frame.iterrows():
+        variant = f"{r['encoder']}-{r['attention']}-{r['regulariser']}"
+        lines.append(f"| {r['dataset']} | {r['selection']} | {variant} | {r['measure']} | {r['predicted_class']} | "
+                     f"{r['per_seed']} (s {r['seeds']}) | {fmt(r['tau_mean_over_seeds'])} ± "
+                     f"{fmt(r['tau_std_over_seeds'])} | {fmt(r['jw_mean'])} | {fmt(r['ours_minus_jw'])} |")
+    return "\n".join(lines) + "\n"
+
+
 def write_tables(audits_root: str | Path, runs: list[dict], out_dir: str | Path, options: dict | None = None) -> dict:
-    """``runs``: [{dataset, model, corpus}] whose gathered audits are under ``audits_root``."""
+    """``runs``: [{dataset, model, corpus, selection}] whose gathered audits are under ``audits_root``."""
     opts = resolve(options)
     root, out = Path(audits_root), Path(out_dir)
     tables = {
@@ -163,8 +209,10 @@ def write_tables(audits_root: str | Path, runs: list[dict], out_dir: str | Path,
     }
     corpora = {r["dataset"]: r.get("corpus", r["dataset"]) for r in runs}
     tables["table2"] = table2(tables["correlation"], corpora)
+    tables["seeds"] = seeds_table(tables["correlation"], corpora)
     for name, frame in tables.items():
         write_text(out / f"{name}.csv", frame.to_csv(index=False, float_format="%.6g"))
     write_text(out / "table2.md", table2_markdown(tables["table2"], opts))
+    write_text(out / "seeds.md", seeds_markdown(tables["seeds"]))
     log.info("wrote %s to %s", ", ".join(f"{k}.csv" for k in tables), out)
     return tables
