@@ -16,7 +16,8 @@ from attnaudit.jain_wallace.adversarial import epsilon_max_jsd, find_adversaries
 from attnaudit.jain_wallace.common import batch_seeds, content_mask
 from attnaudit.jain_wallace.options import DEFAULTS, resolve
 from attnaudit.jain_wallace.permutation import permutation_deltas, permute
-from attnaudit.jain_wallace.run import gather, run_audit
+from attnaudit.io import gather_chunks
+from attnaudit.jain_wallace.run import run_audit
 from attnaudit.metrics import LN2, jsd, tvd
 from test_importance_jw import VARIANTS, small_batch, small_model
 
@@ -124,7 +125,7 @@ def planted_audits(planted_dataset, planted_model_dir, tmp_path_factory):
         for c, part in enumerate(parts):
             run_audit(audit, planted_dataset / "dataset", planted_model_dir, part, chunk=c, n_chunks=3,
                       batch_size=16, seed=3, options=FAST, progress=False)
-        frames[audit] = (whole, gather(parts, out / "three" / f"jw_{audit}.parquet"))
+        frames[audit] = (whole, gather_chunks(parts, out / "three" / f"jw_{audit}.parquet"))
     return out, frames
 
 

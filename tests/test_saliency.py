@@ -10,7 +10,8 @@ import pytest
 import torch
 from captum.attr import Occlusion as CaptumOcclusion
 
-from attnaudit.auditing import gather_chunks, iterate_chunk, load_audit_inputs
+from attnaudit.auditing import iterate_chunk, load_audit_inputs
+from attnaudit.io import gather_chunks
 from attnaudit.data import collate
 from attnaudit.importance import get_method
 from attnaudit.importance._forward import class_scores, embedding_forward

@@ -1,5 +1,5 @@
 """Plumbing shared by every audit stage: load a trained model with the instances to audit, batch them with a
-fixed global plan, shard the plan into chunks, gather chunk outputs.
+fixed global plan, shard the plan into chunks (gathering them: :func:`attnaudit.io.gather_chunks`).
 
 The batch plan is computed over the whole audited split first (length-bucketed, fixed batch size) and chunks
 are contiguous runs of *batches*, so every instance is computed in the same batch with the same companions
@@ -20,7 +20,6 @@ import torch
 
 from attnaudit import AttnauditError
 from attnaudit.data import Encoded, collate, encode_split, load_examples
-from attnaudit.io import write_parquet
 from attnaudit.models import AttentionClassifier, Batch, load_model, pick_device
 
 
@@ -71,14 +70,3 @@ def iterate_chunk(inputs: AuditInputs, batch_size: int, chunk: int = 0, n_chunks
 def instance_seed(base_seed: int, instance_id: str) -> int:
     """A seed for one instance, independent of batching and chunking."""
     return (base_seed * 1_000_003 + zlib.crc32(instance_id.encode())) % (2**31)
-
-
-def gather_chunks(paths: list[str | Path], out: str | Path, sort_by: list[str] | None = None) -> pd.DataFrame:
-    """Concatenate chunk parquets, order rows deterministically (by ``row`` then ``sort_by``), write atomically."""
-    frames = [pd.read_parquet(p) for p in paths]
-    frame = pd.concat(frames, ignore_index=True)
-    keys = ["row", *(sort_by or [])] if "row" in frame.columns else (sort_by or [])
-    if keys:
-        frame = frame.sort_values(keys, kind="stable").reset_index(drop=True)
-    write_parquet(out, frame)
-    return frame

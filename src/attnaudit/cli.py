@@ -11,19 +11,29 @@ from attnaudit import AttnauditError
 
 # one entry per stage module; each exposes add_cli(subparsers)
 STAGES = ["corpora", "tokenise", "embeddings", "train", "benchmarks", "jain_wallace", "bench", "saliency"]
+ALIASES = {"jain-wallace": "jain_wallace", "jw": "jain_wallace"}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def stages_for(argv: list[str]) -> list[str]:
+    """Only the named stage's module (each job imports what it uses: scikit-learn, Captum, ... cost seconds per
+    Snakemake job); every stage for ``--help`` or an unknown command."""
+    command = next((token for token in argv if not token.startswith("-")), None)
+    stage = ALIASES.get(command, command)
+    return [stage] if stage in STAGES else STAGES
+
+
+def build_parser(stages: list[str] = STAGES) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="attnaudit", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true")
     sub = parser.add_subparsers(dest="command", required=True)
-    for stage in STAGES:
+    for stage in stages:
         importlib.import_module(f"attnaudit.{stage}").add_cli(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(stages_for(argv)).parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     try:

@@ -67,3 +67,17 @@ def _json_default(obj: Any) -> Any:
     if isinstance(obj, Path):
         return str(obj)
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def gather_chunks(paths: list[str | Path], out: str | Path, sort_by: list[str] | None = None) -> pd.DataFrame:
+    """Concatenate per-chunk parquets (an audit's instance chunks), rows ordered by ``row`` then ``sort_by``,
+    written atomically. Empty chunks (more chunks than batches) are skipped so they cannot change column dtypes.
+    Lives here, not with the audits, so a gather job imports pandas only."""
+    frames = [pd.read_parquet(p) for p in paths]
+    frames = [f for f in frames if len(f)] or frames[:1]
+    frame = pd.concat(frames, ignore_index=True)
+    keys = ["row", *(sort_by or [])] if "row" in frame.columns else (sort_by or [])
+    if keys:
+        frame = frame.sort_values(keys, kind="stable").reset_index(drop=True)
+    write_parquet(out, frame)
+    return frame

@@ -10,7 +10,6 @@ import math
 
 import numpy as np
 import torch
-from scipy.stats import kendalltau
 
 LN2 = math.log(2.0)
 
@@ -35,5 +34,7 @@ def kendall_tau(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
     """Kendall τ-b and its two-sided p-value (scipy). NaN when either ranking is constant."""
     if len(a) < 2:
         return float("nan"), float("nan")
+    from scipy.stats import kendalltau  # 1-2 s to import: only the audits that rank pay for it
+
     result = kendalltau(a, b, variant="b")
     return float(result.statistic), float(result.pvalue)

@@ -12,7 +12,7 @@ import torch
 from tqdm import tqdm
 
 from attnaudit import AttnauditError
-from attnaudit.auditing import chunk_of, batch_plan, gather_chunks, iterate_chunk, load_audit_inputs
+from attnaudit.auditing import chunk_of, batch_plan, iterate_chunk, load_audit_inputs
 from attnaudit.io import write_parquet
 from attnaudit.jain_wallace.adversarial import adversarial_batch
 from attnaudit.jain_wallace.common import Context, marker_ids
@@ -58,13 +58,4 @@ def run_audit(audit: str, dataset_dir: str | Path, model_dir: str | Path, out: s
     write_parquet(out, frame)
     log.info("%s: %d instances of %s (chunk %d of %d, batch size %d) in %.1f s → %s", audit, len(frame),
              model_dir, chunk, n_chunks, size, time.time() - started, out)
-    return frame
-
-
-def gather(chunks: list[str | Path], out: str | Path) -> pd.DataFrame:
-    """Gather chunk parquets into one (rows ordered by ``row``); empty chunks (more chunks than batches) are
-    skipped so they cannot change column dtypes."""
-    non_empty = [p for p in chunks if len(pd.read_parquet(p, columns=["row"]))]
-    frame = gather_chunks(non_empty or list(chunks)[:1], out)
-    log.info("gathered %d chunks (%d non-empty) → %s: %d rows", len(chunks), len(non_empty), out, len(frame))
     return frame

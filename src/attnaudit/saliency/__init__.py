@@ -66,7 +66,7 @@ def _faithfulness(a):
 
 
 def _gather(a):
-    from attnaudit.auditing import gather_chunks
+    from attnaudit.io import gather_chunks
 
     gather_chunks(a.inputs, a.out)
 
