@@ -1,14 +1,18 @@
-"""Shared fixtures: a small planted dataset taken through the real corpus → tokenise → embeddings stages."""
+"""Shared fixtures: a small planted dataset taken through the real corpus → tokenise → embeddings stages, and one
+local Snakemake run of tests/config.yaml for the whole session (the end-to-end tests and the Slurm comparison)."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import torch
 
 REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
 
 
 def mirror_dir() -> Path | None:
@@ -48,3 +52,29 @@ def planted_model_dir(planted_dataset) -> Path:
     train.run(str(planted_dataset / "dataset"), str(planted_dataset / "embeddings" / "matrix.npy"), str(out),
               {"encoder": "average", "attention": "additive", "epochs": 6}, threads=1)
     return out
+
+
+def snakemake(workdir: Path, *args: str, config: Path, check: bool = True, timeout: int = 1800):
+    """``snakemake --directory workdir --configfile config --replace-workflow-config *args`` with the mirror."""
+    cmd = [*SNAKEMAKE, "--directory", str(workdir), "--configfile", str(config), "--replace-workflow-config",
+           *args]
+    env = {**os.environ, "ATTNAUDIT_MIRROR": str(mirror_dir())}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+    return proc
+
+
+@pytest.fixture(scope="session")
+def local_pipeline(tmp_path_factory) -> Path:
+    """The working directory of ``snakemake --profile profiles/gpu --cores 2`` on tests/config.yaml, run once.
+
+    profiles/gpu on this CPU-only machine: the gpu counter (1) only serialises the GPU rules, and the code
+    falls back to the CPU. Tests must not change this directory; copy it first (see test_pipeline.py).
+    """
+    if mirror_dir() is None:
+        pytest.skip("no corpus mirror (set ATTNAUDIT_MIRROR or place shared/corpora beside the checkout)")
+    workdir = tmp_path_factory.mktemp("local-pipeline")
+    (workdir / "log.txt").write_text(snakemake(workdir, "--profile", str(REPO / "profiles" / "gpu"),
+                                               "--cores", "2", config=REPO / "tests" / "config.yaml").stderr)
+    return workdir

@@ -1,5 +1,6 @@
-"""End-to-end: snakemake on tests/config.yaml (a real SST slice via the mirror + planted), then a no-op rerun,
-a one-variant change that reruns only its branch, and lint."""
+"""End-to-end: snakemake with profiles/gpu on tests/config.yaml (a real SST slice via the mirror + planted; the
+session's shared run, see conftest.local_pipeline), then a no-op rerun, a one-variant change that reruns only its
+branch, and lint."""
 
 from __future__ import annotations
 
@@ -7,26 +8,14 @@ import json
 import re
 import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+import torch
 import yaml
 
-from conftest import REPO, mirror_dir
+from conftest import REPO, SNAKEMAKE, snakemake
 
 pytestmark = pytest.mark.e2e
-SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
-
-
-def snakemake(workdir: Path, *args: str, config: Path, check: bool = True, timeout: int = 900):
-    cmd = [*SNAKEMAKE, "--directory", str(workdir), "--configfile", str(config), "--replace-workflow-config",
-           *args]
-    env = {**__import__("os").environ, "ATTNAUDIT_MIRROR": str(mirror_dir())}
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
-    return proc
 
 
 def jobs_of(dry_run_output: str) -> list[tuple[str, dict]]:
@@ -42,14 +31,8 @@ def jobs_of(dry_run_output: str) -> list[tuple[str, dict]]:
 
 
 @pytest.fixture(scope="module")
-def pipeline_run(tmp_path_factory):
-    if mirror_dir() is None:
-        pytest.skip("no corpus mirror (set ATTNAUDIT_MIRROR or place shared/corpora beside the checkout)")
-    workdir = tmp_path_factory.mktemp("e2e")
-    config = workdir / "config.yaml"
-    shutil.copy(REPO / "tests" / "config.yaml", config)
-    snakemake(workdir, "--cores", "2", config=config)
-    return workdir, config
+def pipeline_run(local_pipeline):
+    return local_pipeline, REPO / "tests" / "config.yaml"
 
 
 def test_pipeline_outputs(pipeline_run):
@@ -62,6 +45,8 @@ def test_pipeline_outputs(pipeline_run):
             model_dir = workdir / f"results/models/{dataset}/{encoder}-additive-base-s0"
             metrics = json.loads((model_dir / "metrics.json").read_text())
             assert {"dev", "test", "provenance"} <= set(metrics)
+            # run with profiles/gpu: on a machine without CUDA the gpu=1 jobs fall back to the CPU
+            assert metrics["provenance"]["device"] == ("cuda" if torch.cuda.is_available() else "cpu")
             assert (model_dir / "model.pt").exists() and (model_dir / "predictions.parquet").exists()
             assert (workdir / f"logs/train/{dataset}/{encoder}-additive-base-s0.log").exists()
             assert (workdir / f"benchmarks/train/{dataset}/{encoder}-additive-base-s0.tsv").exists()
@@ -77,11 +62,13 @@ def test_rerun_is_a_noop(pipeline_run):
     assert "Nothing to be done" in out, out[-2000:]
 
 
-def test_one_variant_change_reruns_only_its_branch(pipeline_run):
-    workdir, config = pipeline_run
+def test_one_variant_change_reruns_only_its_branch(pipeline_run, tmp_path):
+    shared, config = pipeline_run
+    workdir = tmp_path / "copy"  # the session's run stays as it is for the Slurm comparison
+    shutil.copytree(shared, workdir, symlinks=True)  # copy2: modification times are kept
     cfg = yaml.safe_load(config.read_text())
     cfg["datasets"]["planted"]["train_per_encoder"] = {"cnn": {"epochs": 2}}
-    changed = workdir / "changed.yaml"
+    changed = tmp_path / "changed.yaml"
     changed.write_text(yaml.safe_dump(cfg))
     jobs = jobs_of(snakemake(workdir, "-n", config=changed).stdout)
     rules = [rule for rule, _ in jobs]

@@ -326,7 +326,8 @@ def same_number(a: float, b: float) -> bool:
     return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
 
 
-def test_pipeline_on_slurm_matches_local(slurm_cluster, tmp_path, say):
+def test_pipeline_on_slurm_matches_local(slurm_cluster, local_pipeline, tmp_path, say):
+    """The Slurm run of tests/config.yaml against the session's local run of it (conftest.local_pipeline)."""
     config = REPO / "tests" / "config.yaml"
     env = job_env()
     if not env.get("ATTNAUDIT_MIRROR") and (REPO.parent / "shared" / "corpora").is_dir():
@@ -334,22 +335,17 @@ def test_pipeline_on_slurm_matches_local(slurm_cluster, tmp_path, say):
     workflow_profile = REPO / "profiles" / "default"   # Snakemake loads it automatically from the repo root
     if problem := layering_problems():    # would only fail after minutes, in srun
         pytest.fail(problem, pytrace=False)
-    slurm_dir, local_dir = tmp_path / "slurm", tmp_path / "local"
+    slurm_dir, local_dir = tmp_path / "slurm", local_pipeline
     # --replace-workflow-config: tests/config.yaml replaces config.yaml (not merged into the SST grid)
     slurm_cmd = [*SNAKEMAKE, "--profile", "profiles/slurm", "--configfile", str(config), "--replace-workflow-config",
                  "--directory", str(slurm_dir), *slurm_overrides(slurm_cluster, [PROFILE, workflow_profile])]
-    local_cmd = [*SNAKEMAKE, "--cores", "2", "--configfile", str(config), "--replace-workflow-config",
-                 "--directory", str(local_dir)]
 
-    t = time.monotonic()
-    run_snakemake(local_cmd, REPO, env, PIPELINE_TIMEOUT, tmp_path / "local.log")
-    local_s = time.monotonic() - t
     t = time.monotonic()
     output = run_snakemake(slurm_cmd, REPO, env, PIPELINE_TIMEOUT, tmp_path / "slurm.log")
     slurm_s = time.monotonic() - t
 
     run_id, submitted, rows = slurm_jobs_of(output)
-    say(f"pipeline: local {local_s:.1f} s, via Slurm {slurm_s:.1f} s ({len(rows)} jobs); "
+    say(f"pipeline via Slurm {slurm_s:.1f} s ({len(rows)} jobs); "
         f"sacct of run {run_id}:\n{sacct_table(rows)}")
     assert_all_completed(submitted, rows)
     train = [r for r in rows if r["rule"] == "train"]
