@@ -1,6 +1,7 @@
 # Helpers for the rules: config validation, target lists, model ids, per-branch parameters.
 import json
 import shlex
+from itertools import product
 from pathlib import Path
 
 from snakemake.utils import validate
@@ -79,11 +80,8 @@ def model_ids(dataset):
     ids = {}
     for block in blocks if isinstance(blocks, list) else [blocks]:
         grid = {**GRID_DEFAULTS, **block}
-        for encoder in grid["encoders"]:
-            for attention in grid["attentions"]:
-                for regulariser in grid["regularisers"]:
-                    for seed in grid["seeds"]:
-                        ids[format_model_id(encoder, attention, regulariser, seed)] = None
+        variants = product(grid["encoders"], grid["attentions"], grid["regularisers"], grid["seeds"])
+        ids.update((format_model_id(*variant), None) for variant in variants)
     return list(ids)
 
 
