@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import tempfile
 from pathlib import Path
@@ -81,3 +82,16 @@ def gather_chunks(paths: list[str | Path], out: str | Path, sort_by: list[str] |
         frame = frame.sort_values(keys, kind="stable").reset_index(drop=True)
     write_parquet(out, frame)
     return frame
+
+
+def add_gather_command(subparsers) -> None:
+    """``<stage> gather --out OUT CHUNK...``: the same gather subcommand for every audit stage."""
+    p = subparsers.add_parser("gather", help="concatenate chunk parquets in row order")
+    p.add_argument("--out", required=True)
+    p.add_argument("chunks", nargs="+")
+    p.set_defaults(func=_gather_command)
+
+
+def _gather_command(args) -> None:
+    frame = gather_chunks(args.chunks, args.out)
+    logging.getLogger(__name__).info("gathered %d chunks → %s: %d rows", len(args.chunks), args.out, len(frame))

@@ -12,7 +12,8 @@
 from __future__ import annotations
 
 import json
-import logging
+
+from attnaudit.io import add_gather_command  # pandas only: a gather job needs no torch
 
 
 def _json(text: str | None):
@@ -39,10 +40,7 @@ def add_cli(subparsers) -> None:
     a.add_argument("--threads", type=int, default=1)
     a.set_defaults(func=_audit)
 
-    g = sub.add_parser("gather", help="concatenate chunk parquets in row order")
-    g.add_argument("--out", required=True)
-    g.add_argument("chunks", nargs="+")
-    g.set_defaults(func=_gather)
+    add_gather_command(sub)
 
     t = sub.add_parser("tables", help="summary tables (results/tables/jain_wallace)")
     t.add_argument("--audits-root", required=True, help="results/audits")
@@ -75,13 +73,6 @@ def _run(module: str, name: str, *args, **kwargs):
     import importlib
 
     return getattr(importlib.import_module(f"attnaudit.jain_wallace.{module}"), name)(*args, **kwargs)
-
-
-def _gather(args) -> None:
-    from attnaudit.io import gather_chunks  # pandas only: no torch in a gather job
-
-    frame = gather_chunks(args.chunks, args.out)
-    logging.getLogger(__name__).info("gathered %d chunks → %s: %d rows", len(args.chunks), args.out, len(frame))
 
 
 def _audit(args) -> None:

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import json
 
+from attnaudit.io import add_gather_command  # pandas only: a gather job needs no torch
+
 DEFAULT_METHODS = ["attention", "gradient", "loo", "saliency_l2", "grad_x_input", "integrated_gradients",
                    "occlusion", "omission", "lrp", "random"]
 DEFAULTS = {
@@ -63,12 +65,6 @@ def _faithfulness(a):
                      chunk=a.chunk, n_chunks=a.n_chunks, methods=opts.get("methods"),
                      fractions=tuple(opts["fractions"]), variants=tuple(opts["variants"]),
                      rankings=tuple(opts["rankings"]), threads=a.threads)
-
-
-def _gather(a):
-    from attnaudit.io import gather_chunks
-
-    gather_chunks(a.inputs, a.out)
 
 
 def _tables(a):
@@ -126,10 +122,7 @@ def add_cli(subparsers) -> None:
     p.add_argument("--options", default="{}", help="JSON: fractions, variants, rankings, methods")
     p.set_defaults(func=_faithfulness)
 
-    p = sub.add_parser("gather", help="concatenate chunk parquets")
-    p.add_argument("--out", required=True)
-    p.add_argument("inputs", nargs="+")
-    p.set_defaults(func=_gather)
+    add_gather_command(sub)
 
     p = sub.add_parser("tables", help="agreement/faithfulness/cost/ig_convergence CSVs over dataset × model")
     p.add_argument("--audits-dir", default="results/audits")
