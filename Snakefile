@@ -17,8 +17,8 @@ include: "rules/saliency.smk"
 
 
 rule all:
+    default_target: True
     input:
         all_targets(),
         jain_wallace_targets(),
         saliency_targets(),
-    default_target: True

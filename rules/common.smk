@@ -9,7 +9,6 @@ from snakemake.utils import validate
 from attnaudit.corpora.registry import get_spec
 from attnaudit.modelid import format_model_id, parse_model_id
 
-
 validate(config, "../schemas/config.schema.yaml")
 
 DATASETS = config["datasets"]

@@ -3,18 +3,18 @@ rule corpora:
     output:
         documents="results/corpora/{corpus}/documents.parquet",
         manifest="results/corpora/{corpus}/manifest.json",
-    params:
-        options=lambda wc: as_json(corpus_options(wc.corpus)),
-        user=lambda wc: as_json(USER_CORPORA),
-        raw_dir=lambda wc: f"{config['corpora']['raw_dir']}/{wc.corpus}",
-        seed=config["seed"],
-        mirror=MIRROR_ARG,
     log:
         "logs/corpora/{corpus}.log",
     benchmark:
         "benchmarks/corpora/{corpus}.tsv"
     conda:
         "../envs/attnaudit.yaml"
+    params:
+        options=lambda wc: as_json(corpus_options(wc.corpus)),
+        user=lambda wc: as_json(USER_CORPORA),
+        raw_dir=lambda wc: f"{config['corpora']['raw_dir']}/{wc.corpus}",
+        seed=config["seed"],
+        mirror=MIRROR_ARG,
     shell:
         "python -m attnaudit corpora --corpus {wildcards.corpus} --out {output.documents:q}"
         " --manifest {output.manifest:q} --raw-dir {params.raw_dir:q} --options {params.options:q}"

@@ -8,7 +8,15 @@
 JW = config["jain_wallace"]
 JW_AUDITS = ["jw_correlation", "jw_permutation", "jw_adversarial"]
 JW_CHUNK = "results/audits/{dataset}/{model}/{audit}/chunk-{chunk}-of-{n_chunks}.parquet"
-JW_TABLES = ["correlation.csv", "permutation.csv", "adversarial.csv", "table2.csv", "table2.md", "seeds.csv", "seeds.md"]
+JW_TABLES = [
+    "correlation.csv",
+    "permutation.csv",
+    "adversarial.csv",
+    "table2.csv",
+    "table2.md",
+    "seeds.csv",
+    "seeds.md",
+]
 JW_FIGURES = [
     "fig2_tau_gradient",
     "fig2_tau_loo",
@@ -60,9 +68,17 @@ rule jw_correlation:
         **JW_AUDIT_INPUT,
     output:
         "results/audits/{dataset}/{model}/jw_correlation/chunk-{chunk}-of-{n_chunks}.parquet",
+    log:
+        "logs/jw_correlation/{dataset}/{model}/chunk-{chunk}-of-{n_chunks}.log",
+    benchmark:
+        "benchmarks/jw_correlation/{dataset}/{model}/chunk-{chunk}-of-{n_chunks}.tsv"
     wildcard_constraints:
         chunk=r"\d+",
         n_chunks=r"\d+",
+    conda:
+        "../envs/attnaudit.yaml"
+    resources:
+        gpu=0,
     params:
         audit="correlation",
         options=jw_options("correlation"),
@@ -71,14 +87,6 @@ rule jw_correlation:
         split=AUDITS["split"],
         batch_size=AUDITS["batch_size"],
         seed=config["seed"],
-    resources:
-        gpu=0,
-    log:
-        "logs/jw_correlation/{dataset}/{model}/chunk-{chunk}-of-{n_chunks}.log",
-    benchmark:
-        "benchmarks/jw_correlation/{dataset}/{model}/chunk-{chunk}-of-{n_chunks}.tsv"
-    conda:
-        "../envs/attnaudit.yaml"
     shell:
         JW_AUDIT_SHELL
 
@@ -89,9 +97,17 @@ rule jw_permutation:
         **JW_AUDIT_INPUT,
     output:
         "results/audits/{dataset}/{model}/jw_permutation/chunk-{chunk}-of-{n_chunks}.parquet",
+    log:
+        "logs/jw_permutation/{dataset}/{model}/chunk-{chunk}-of-{n_chunks}.log",
+    benchmark:
+        "benchmarks/jw_permutation/{dataset}/{model}/chunk-{chunk}-of-{n_chunks}.tsv"
     wildcard_constraints:
         chunk=r"\d+",
         n_chunks=r"\d+",
+    conda:
+        "../envs/attnaudit.yaml"
+    resources:
+        gpu=0,
     params:
         audit="permutation",
         options=jw_options("permutation"),
@@ -100,14 +116,6 @@ rule jw_permutation:
         split=AUDITS["split"],
         batch_size=AUDITS["batch_size"],
         seed=config["seed"],
-    resources:
-        gpu=0,
-    log:
-        "logs/jw_permutation/{dataset}/{model}/chunk-{chunk}-of-{n_chunks}.log",
-    benchmark:
-        "benchmarks/jw_permutation/{dataset}/{model}/chunk-{chunk}-of-{n_chunks}.tsv"
-    conda:
-        "../envs/attnaudit.yaml"
     shell:
         JW_AUDIT_SHELL
 
@@ -118,9 +126,17 @@ rule jw_adversarial:
         **JW_AUDIT_INPUT,
     output:
         "results/audits/{dataset}/{model}/jw_adversarial/chunk-{chunk}-of-{n_chunks}.parquet",
+    log:
+        "logs/jw_adversarial/{dataset}/{model}/chunk-{chunk}-of-{n_chunks}.log",
+    benchmark:
+        "benchmarks/jw_adversarial/{dataset}/{model}/chunk-{chunk}-of-{n_chunks}.tsv"
     wildcard_constraints:
         chunk=r"\d+",
         n_chunks=r"\d+",
+    conda:
+        "../envs/attnaudit.yaml"
+    resources:
+        gpu=0,
     params:
         audit="adversarial",
         options=jw_options("adversarial"),
@@ -129,14 +145,6 @@ rule jw_adversarial:
         split=AUDITS["split"],
         batch_size=AUDITS["batch_size"],
         seed=config["seed"],
-    resources:
-        gpu=0,
-    log:
-        "logs/jw_adversarial/{dataset}/{model}/chunk-{chunk}-of-{n_chunks}.log",
-    benchmark:
-        "benchmarks/jw_adversarial/{dataset}/{model}/chunk-{chunk}-of-{n_chunks}.tsv"
-    conda:
-        "../envs/attnaudit.yaml"
     shell:
         JW_AUDIT_SHELL
 
@@ -147,12 +155,12 @@ rule jw_gather:
         lambda wc: chunk_paths(JW_CHUNK, wc.dataset, model=wc.model, audit=wc.audit),
     output:
         "results/audits/{dataset}/{model}/{audit}.parquet",
-    wildcard_constraints:
-        audit="|".join(JW_AUDITS),
     log:
         "logs/jw_gather/{dataset}/{model}/{audit}.log",
     benchmark:
         "benchmarks/jw_gather/{dataset}/{model}/{audit}.tsv"
+    wildcard_constraints:
+        audit="|".join(JW_AUDITS),
     conda:
         "../envs/attnaudit.yaml"
     shell:
@@ -206,16 +214,16 @@ rule jw_tables:
             subcategory="Tables",
             labels={"table": "τ over seeds and selection rules (markdown)"},
         ),
-    params:
-        runs=jw_runs(),
-        options=as_json(JW),
-        out_dir=subpath(output.correlation, parent=True),
     log:
         "logs/jw_tables/tables.log",
     benchmark:
         "benchmarks/jw_tables/tables.tsv"
     conda:
         "../envs/attnaudit.yaml"
+    params:
+        runs=jw_runs(),
+        options=as_json(JW),
+        out_dir=subpath(output.correlation, parent=True),
     shell:
         "python -m attnaudit jain-wallace tables --audits-root results/audits --runs {params.runs:q}"
         " --out-dir {params.out_dir:q} --options {params.options:q} > {log:q} 2>&1"
@@ -235,16 +243,16 @@ rule jw_figures:
             )
             for name in JW_FIGURES
         },
-    params:
-        models=lambda wc: " ".join(model_ids(wc.dataset)),
-        audits_dir=lambda wc: f"results/audits/{wc.dataset}",
-        out_dir=lambda wc: f"results/figures/jain_wallace/{wc.dataset}",
     log:
         "logs/jw_figures/{dataset}.log",
     benchmark:
         "benchmarks/jw_figures/{dataset}.tsv"
     conda:
         "../envs/attnaudit.yaml"
+    params:
+        models=lambda wc: " ".join(model_ids(wc.dataset)),
+        audits_dir=lambda wc: f"results/audits/{wc.dataset}",
+        out_dir=lambda wc: f"results/figures/jain_wallace/{wc.dataset}",
     shell:
         "python -m attnaudit jain-wallace figures --dataset {wildcards.dataset} --models {params.models}"
         " --audits-dir {params.audits_dir:q} --out-dir {params.out_dir:q} > {log:q} 2>&1"
@@ -262,16 +270,16 @@ rule jw_heatmaps:
             subcategory="{dataset}",
             labels={"figure": "adversarial heatmaps", "model": "{model}"},
         ),
-    params:
-        options=as_json({"adversarial": JW["adversarial"], "heatmaps": JW["heatmaps"]}),
-        dataset_dir=subpath(input.examples, parent=True),
-        seed=config["seed"],
     log:
         "logs/jw_heatmaps/{dataset}/{model}.log",
     benchmark:
         "benchmarks/jw_heatmaps/{dataset}/{model}.tsv"
     conda:
         "../envs/attnaudit.yaml"
+    params:
+        options=as_json({"adversarial": JW["adversarial"], "heatmaps": JW["heatmaps"]}),
+        dataset_dir=subpath(input.examples, parent=True),
+        seed=config["seed"],
     shell:
         "python -m attnaudit jain-wallace heatmaps --dataset {wildcards.dataset} --model {wildcards.model}"
         " --adversarial {input.adversarial:q} --dataset-dir {params.dataset_dir:q} --out {output:q}"

@@ -42,9 +42,17 @@ rule saliency:
         vocab="results/datasets/{dataset}/vocab.json",
     output:
         "results/audits/{dataset}/{model}/saliency_scores/chunk-{chunk}-of-{n_chunks}.parquet",
+    log:
+        "logs/saliency/{dataset}/{model}/scores-{chunk}-of-{n_chunks}.log",
+    benchmark:
+        "benchmarks/saliency/{dataset}/{model}/scores-{chunk}-of-{n_chunks}.tsv"
     wildcard_constraints:
         chunk=r"\d+",
         n_chunks=r"\d+",
+    conda:
+        "../envs/attnaudit.yaml"
+    resources:
+        gpu=0,
     params:
         methods=as_json(SAL["methods"]),
         method_options=as_json(SAL["method_options"]),
@@ -53,14 +61,6 @@ rule saliency:
         split=AUDITS["split"],
         batch_size=AUDITS["batch_size"],
         seed=config["seed"],
-    resources:
-        gpu=0,
-    log:
-        "logs/saliency/{dataset}/{model}/scores-{chunk}-of-{n_chunks}.log",
-    benchmark:
-        "benchmarks/saliency/{dataset}/{model}/scores-{chunk}-of-{n_chunks}.tsv"
-    conda:
-        "../envs/attnaudit.yaml"
     shell:
         "python -m attnaudit saliency scores --dataset-dir {params.dataset_dir:q} --model-dir {params.model_dir:q}"
         " --out {output:q} --chunk {wildcards.chunk} --n-chunks {wildcards.n_chunks} --split {params.split}"
@@ -76,19 +76,19 @@ rule saliency_agreement:
         vocab="results/datasets/{dataset}/vocab.json",
     output:
         "results/audits/{dataset}/{model}/saliency_agreement/chunk-{chunk}-of-{n_chunks}.parquet",
-    wildcard_constraints:
-        chunk=r"\d+",
-        n_chunks=r"\d+",
-    params:
-        options=as_json({"methods": SAL["methods"], "topk": SAL["topk"], "rankings": SAL["rankings"]}),
-        dataset_dir=subpath(input.examples, parent=True),
-        split=AUDITS["split"],
     log:
         "logs/saliency_agreement/{dataset}/{model}/chunk-{chunk}-of-{n_chunks}.log",
     benchmark:
         "benchmarks/saliency_agreement/{dataset}/{model}/chunk-{chunk}-of-{n_chunks}.tsv"
+    wildcard_constraints:
+        chunk=r"\d+",
+        n_chunks=r"\d+",
     conda:
         "../envs/attnaudit.yaml"
+    params:
+        options=as_json({"methods": SAL["methods"], "topk": SAL["topk"], "rankings": SAL["rankings"]}),
+        dataset_dir=subpath(input.examples, parent=True),
+        split=AUDITS["split"],
     shell:
         "python -m attnaudit saliency agreement --dataset-dir {params.dataset_dir:q} --scores {input.scores:q}"
         " --split {params.split} --options {params.options:q} --out {output:q} > {log:q} 2>&1"
@@ -103,25 +103,23 @@ rule saliency_faithfulness:
         vocab="results/datasets/{dataset}/vocab.json",
     output:
         "results/audits/{dataset}/{model}/saliency_faithfulness/chunk-{chunk}-of-{n_chunks}.parquet",
-    wildcard_constraints:
-        chunk=r"\d+",
-        n_chunks=r"\d+",
-    params:
-        options=as_json(
-            {k: SAL[k] for k in ("methods", "fractions", "variants", "rankings")}
-        ),
-        dataset_dir=subpath(input.examples, parent=True),
-        model_dir=subpath(input.model, parent=True),
-        split=AUDITS["split"],
-        batch_size=AUDITS["batch_size"],
-    resources:
-        gpu=0,
     log:
         "logs/saliency_faithfulness/{dataset}/{model}/chunk-{chunk}-of-{n_chunks}.log",
     benchmark:
         "benchmarks/saliency_faithfulness/{dataset}/{model}/chunk-{chunk}-of-{n_chunks}.tsv"
+    wildcard_constraints:
+        chunk=r"\d+",
+        n_chunks=r"\d+",
     conda:
         "../envs/attnaudit.yaml"
+    resources:
+        gpu=0,
+    params:
+        options=as_json({k: SAL[k] for k in ("methods", "fractions", "variants", "rankings")}),
+        dataset_dir=subpath(input.examples, parent=True),
+        model_dir=subpath(input.model, parent=True),
+        split=AUDITS["split"],
+        batch_size=AUDITS["batch_size"],
     shell:
         "python -m attnaudit saliency faithfulness --dataset-dir {params.dataset_dir:q}"
         " --model-dir {params.model_dir:q} --scores {input.scores:q} --out {output:q} --chunk {wildcards.chunk}"
@@ -135,12 +133,12 @@ rule saliency_gather:
         lambda wc: chunk_paths(SAL_CHUNK, wc.dataset, model=wc.model, part=wc.part),
     output:
         "results/audits/{dataset}/{model}/saliency_{part}.parquet",
-    wildcard_constraints:
-        part="|".join(SAL_PARTS),
     log:
         "logs/saliency_gather/{dataset}/{model}/{part}.log",
     benchmark:
         "benchmarks/saliency_gather/{dataset}/{model}/{part}.tsv"
+    wildcard_constraints:
+        part="|".join(SAL_PARTS),
     conda:
         "../envs/attnaudit.yaml"
     shell:
@@ -163,15 +161,15 @@ rule saliency_tables:
             )
             for name in SAL_TABLES
         },
-    params:
-        runs=as_json([[d, m] for d in SAL_DATASETS for m in sal_models(d)]),
-        out_dir=subpath(output.agreement, parent=True),
     log:
         "logs/saliency_tables/tables.log",
     benchmark:
         "benchmarks/saliency_tables/tables.tsv"
     conda:
         "../envs/attnaudit.yaml"
+    params:
+        runs=as_json([[d, m] for d in SAL_DATASETS for m in sal_models(d)]),
+        out_dir=subpath(output.agreement, parent=True),
     shell:
         "python -m attnaudit saliency tables --audits-dir results/audits --runs {params.runs:q}"
         " --out-dir {params.out_dir:q} > {log:q} 2>&1"
@@ -189,6 +187,12 @@ rule saliency_planted:
             subcategory="Tables",
             labels={"table": "planted precision@k"},
         ),
+    log:
+        "logs/saliency_planted/planted.log",
+    benchmark:
+        "benchmarks/saliency_planted/planted.tsv"
+    conda:
+        "../envs/attnaudit.yaml"
     params:
         runs=as_json(
             [
@@ -204,12 +208,6 @@ rule saliency_planted:
         ),
         options=as_json({"planted_k": SAL["planted_k"], "rankings": SAL["rankings"]}),
         split=AUDITS["split"],
-    log:
-        "logs/saliency_planted/planted.log",
-    benchmark:
-        "benchmarks/saliency_planted/planted.tsv"
-    conda:
-        "../envs/attnaudit.yaml"
     shell:
         "python -m attnaudit saliency planted --runs {params.runs:q} --split {params.split}"
         " --options {params.options:q} --out {output:q} > {log:q} 2>&1"
@@ -233,14 +231,14 @@ rule saliency_figures:
             subcategory="{dataset}",
             labels={"model": "{model}", "figure": "faithfulness curves"},
         ),
-    params:
-        ranking=SAL["rankings"][0],
     log:
         "logs/saliency_figures/{dataset}/{model}.log",
     benchmark:
         "benchmarks/saliency_figures/{dataset}/{model}.tsv"
     conda:
         "../envs/attnaudit.yaml"
+    params:
+        ranking=SAL["rankings"][0],
     shell:
         "python -m attnaudit saliency figures --agreement {input.agreement:q} --faithfulness {input.faithfulness:q}"
         " --heatmap {output.heatmap:q} --curves {output.curves:q} --ranking {params.ranking}"

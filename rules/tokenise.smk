@@ -6,16 +6,16 @@ rule tokenise:
         examples="results/datasets/{dataset}/examples.parquet",
         vocab="results/datasets/{dataset}/vocab.json",
         stats="results/datasets/{dataset}/stats.json",
-    params:
-        options=lambda wc: as_json(tokenise_options(wc.dataset)),
-        out_dir=subpath(output.examples, parent=True),
-        seed=config["seed"],
     log:
         "logs/tokenise/{dataset}.log",
     benchmark:
         "benchmarks/tokenise/{dataset}.tsv"
     conda:
         "../envs/attnaudit.yaml"
+    params:
+        options=lambda wc: as_json(tokenise_options(wc.dataset)),
+        out_dir=subpath(output.examples, parent=True),
+        seed=config["seed"],
     shell:
         "python -m attnaudit tokenise --documents {input.documents:q} --out-dir {params.out_dir:q}"
         " --options {params.options:q} --seed {params.seed} > {log:q} 2>&1"

@@ -8,18 +8,18 @@ rule train:
         model="results/models/{dataset}/{model}/model.pt",
         metrics="results/models/{dataset}/{model}/metrics.json",
         predictions="results/models/{dataset}/{model}/predictions.parquet",
-    params:
-        spec=lambda wc: as_json(train_spec(wc.dataset, wc.model)),
-        dataset_dir=subpath(input.examples, parent=True),
-        out_dir=subpath(output.model, parent=True),
-    resources:
-        gpu=0,
     log:
         "logs/train/{dataset}/{model}.log",
     benchmark:
         "benchmarks/train/{dataset}/{model}.tsv"
     conda:
         "../envs/attnaudit.yaml"
+    resources:
+        gpu=0,
+    params:
+        spec=lambda wc: as_json(train_spec(wc.dataset, wc.model)),
+        dataset_dir=subpath(input.examples, parent=True),
+        out_dir=subpath(output.model, parent=True),
     shell:
         "python -m attnaudit train --dataset-dir {params.dataset_dir:q} --embeddings {input.matrix:q}"
         " --out-dir {params.out_dir:q} --spec {params.spec:q} --threads {threads} > {log:q} 2>&1"

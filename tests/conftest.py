@@ -36,8 +36,14 @@ def planted_dataset(tmp_path_factory) -> Path:
 
     root = tmp_path_factory.mktemp("planted")
     documents = root / "corpora" / "documents.parquet"
-    corpora.run("planted", out=documents, manifest=root / "corpora" / "manifest.json", raw_dir=root / "raw",
-                options={"n_examples": 600}, seed=0)
+    corpora.run(
+        "planted",
+        out=documents,
+        manifest=root / "corpora" / "manifest.json",
+        raw_dir=root / "raw",
+        options={"n_examples": 600},
+        seed=0,
+    )
     tokenise.run(str(documents), str(root / "dataset"), {"min_count": 1}, seed=0)
     embeddings.run(str(root / "dataset"), str(root / "embeddings"), {"dim": 16, "epochs": 2}, seed=0)
     return root
@@ -49,19 +55,25 @@ def planted_model_dir(planted_dataset) -> Path:
     from attnaudit import train
 
     out = planted_dataset / "models" / "average-additive-base-s0"
-    train.run(str(planted_dataset / "dataset"), str(planted_dataset / "embeddings" / "matrix.npy"), str(out),
-              {"encoder": "average", "attention": "additive", "epochs": 6}, threads=1)
+    train.run(
+        str(planted_dataset / "dataset"),
+        str(planted_dataset / "embeddings" / "matrix.npy"),
+        str(out),
+        {"encoder": "average", "attention": "additive", "epochs": 6},
+        threads=1,
+    )
     return out
 
 
 def snakemake(workdir: Path, *args: str, config: Path, check: bool = True, timeout: int = 1800):
     """``snakemake --directory workdir --configfile config --replace-workflow-config *args`` with the mirror."""
-    cmd = [*SNAKEMAKE, "--directory", str(workdir), "--configfile", str(config), "--replace-workflow-config",
-           *args]
+    cmd = [*SNAKEMAKE, "--directory", str(workdir), "--configfile", str(config), "--replace-workflow-config", *args]
     env = {**os.environ, "ATTNAUDIT_MIRROR": str(mirror_dir())}
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     if check and proc.returncode != 0:
-        raise AssertionError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+        raise AssertionError(
+            f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+        )
     return proc
 
 
@@ -75,6 +87,9 @@ def local_pipeline(tmp_path_factory) -> Path:
     if mirror_dir() is None:
         pytest.skip("no corpus mirror (set ATTNAUDIT_MIRROR or place shared/corpora beside the checkout)")
     workdir = tmp_path_factory.mktemp("local-pipeline")
-    (workdir / "log.txt").write_text(snakemake(workdir, "--profile", str(REPO / "profiles" / "gpu"),
-                                               "--cores", "2", config=REPO / "tests" / "config.yaml").stderr)
+    (workdir / "log.txt").write_text(
+        snakemake(
+            workdir, "--profile", str(REPO / "profiles" / "gpu"), "--cores", "2", config=REPO / "tests" / "config.yaml"
+        ).stderr
+    )
     return workdir

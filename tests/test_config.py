@@ -5,16 +5,30 @@ import sys
 
 import pytest
 import yaml
-
 from conftest import REPO
 
 
 def dry_run(tmp_path, cfg: dict) -> subprocess.CompletedProcess:
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    return subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "-n",
-                           "--directory", str(tmp_path), "--configfile", str(path), "--replace-workflow-config"],
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "--snakefile",
+            str(REPO / "Snakefile"),
+            "-n",
+            "--directory",
+            str(tmp_path),
+            "--configfile",
+            str(path),
+            "--replace-workflow-config",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 BASE = {"datasets": {"planted": {"corpus": "planted"}}}
@@ -28,22 +42,30 @@ def test_valid_minimal_config_dry_runs(tmp_path):
 
 def test_grid_blocks_are_united(tmp_path):
     """A list of grid blocks trains the union of their products, each model once."""
-    grid = [{"encoders": ["average", "cnn"], "attentions": ["dot"]},
-            {"encoders": ["average"], "attentions": ["dot"], "seeds": [0, 1]}]
+    grid = [
+        {"encoders": ["average", "cnn"], "attentions": ["dot"]},
+        {"encoders": ["average"], "attentions": ["dot"], "seeds": [0, 1]},
+    ]
     proc = dry_run(tmp_path, {"datasets": {"planted": {"corpus": "planted", "grid": grid}}})
     assert proc.returncode == 0, proc.stderr[-3000:]
-    planned = {line.split("results/models/planted/")[1].split("/")[0]
-               for line in proc.stdout.splitlines() if "results/models/planted/" in line}
+    planned = {
+        line.split("results/models/planted/")[1].split("/")[0]
+        for line in proc.stdout.splitlines()
+        if "results/models/planted/" in line
+    }
     assert planned == {"average-dot-base-s0", "cnn-dot-base-s0", "average-dot-base-s1"}, proc.stdout[-3000:]
 
 
-@pytest.mark.parametrize("cfg,expected", [
-    ({**BASE, "train": {"epoch": 3}}, "'epoch' was unexpected"),
-    ({**BASE, "train": {"lr": -1}}, "-1"),
-    ({"datasets": {"planted": {"corpus": "planted", "grid": {"encoders": ["rnn"]}}}}, "'rnn' is not one of"),
-    ({"datasets": {"planted": {"corpus": "planted", "tokenise": {"min_cout": 2}}}}, "'min_cout' was unexpected"),
-    ({"datasets": {"planted": {"corpus": "planted"}}, "corpora": {"mirorr": "/x"}}, "'mirorr' was unexpected"),
-])
+@pytest.mark.parametrize(
+    "cfg,expected",
+    [
+        ({**BASE, "train": {"epoch": 3}}, "'epoch' was unexpected"),
+        ({**BASE, "train": {"lr": -1}}, "-1"),
+        ({"datasets": {"planted": {"corpus": "planted", "grid": {"encoders": ["rnn"]}}}}, "'rnn' is not one of"),
+        ({"datasets": {"planted": {"corpus": "planted", "tokenise": {"min_cout": 2}}}}, "'min_cout' was unexpected"),
+        ({"datasets": {"planted": {"corpus": "planted"}}, "corpora": {"mirorr": "/x"}}, "'mirorr' was unexpected"),
+    ],
+)
 def test_invalid_config_names_the_key(tmp_path, cfg, expected):
     proc = dry_run(tmp_path, cfg)
     assert proc.returncode != 0

@@ -31,7 +31,8 @@ def _find_mirror() -> Path | None:
 
 MIRROR = _find_mirror()
 needs_mirror = pytest.mark.skipif(
-    MIRROR is None, reason="no corpus mirror: neither ../shared/corpora nor $ATTNAUDIT_MIRROR exists")
+    MIRROR is None, reason="no corpus mirror: neither ../shared/corpora nor $ATTNAUDIT_MIRROR exists"
+)
 
 
 def _sha(data: bytes) -> str:
@@ -77,8 +78,14 @@ def test_sst_counts(tmp_path):
     frame, manifest = build_corpus("sst", mirror=MIRROR, raw_dir=tmp_path / "raw")
     _check_contract(frame)
     # MANIFEST.md §1 / SST-2: 6,920 / 872 / 1,821 sentences without neutral roots
-    assert _counts(frame) == {("train", 0): 3310, ("train", 1): 3610, ("dev", 0): 428, ("dev", 1): 444,
-                              ("test", 0): 912, ("test", 1): 909}
+    assert _counts(frame) == {
+        ("train", 0): 3310,
+        ("train", 1): 3610,
+        ("dev", 0): 428,
+        ("dev", 1): 444,
+        ("test", 0): 912,
+        ("test", 1): 909,
+    }
     assert manifest["reader"]["dropped_neutral"] == {"train": 1624, "dev": 229, "test": 389}
     assert manifest["counts"]["train"] == {"negative": 3310, "positive": 3610}
     assert manifest["files"][0]["sha256"] == _sha((MIRROR / "sst/trainDevTestTrees_PTB.zip").read_bytes())
@@ -115,8 +122,11 @@ def test_imdb_counts(imdb):
 @needs_mirror
 def test_20news_counts_and_sklearn_equivalence(tmp_path):
     from sklearn.datasets import load_files
-    from sklearn.datasets._twenty_newsgroups import (strip_newsgroup_footer, strip_newsgroup_header,
-                                                      strip_newsgroup_quoting)
+    from sklearn.datasets._twenty_newsgroups import (
+        strip_newsgroup_footer,
+        strip_newsgroup_header,
+        strip_newsgroup_quoting,
+    )
 
     frame, manifest = build_corpus("20news", mirror=MIRROR, raw_dir=tmp_path)
     _check_contract(frame)
@@ -125,11 +135,16 @@ def test_20news_counts_and_sklearn_equivalence(tmp_path):
     assert manifest["label_names"] == ["baseball", "hockey"]
     assert manifest["files"][0]["files_verified"] == 18846
     # same texts as scikit-learn's own loading path (load_files latin-1 + its remove=... functions)
-    bunch = load_files(MIRROR / "20newsgroups/20news-bydate/20news-bydate-test",
-                       categories=["rec.sport.hockey"], encoding="latin1", shuffle=False)
-    expected = {f"20news-test-hockey-{Path(f).name}":
-                strip_newsgroup_quoting(strip_newsgroup_footer(strip_newsgroup_header(t)))
-                for f, t in zip(bunch.filenames, bunch.data)}
+    bunch = load_files(
+        MIRROR / "20newsgroups/20news-bydate/20news-bydate-test",
+        categories=["rec.sport.hockey"],
+        encoding="latin1",
+        shuffle=False,
+    )
+    expected = {
+        f"20news-test-hockey-{Path(f).name}": strip_newsgroup_quoting(strip_newsgroup_footer(strip_newsgroup_header(t)))
+        for f, t in zip(bunch.filenames, bunch.data)
+    }
     got = frame.set_index("id")["text"]
     assert len(expected) == 399
     assert all(got[k] == v for k, v in expected.items())
@@ -199,8 +214,9 @@ def test_planted_deterministic_and_markers(tmp_path):
 
 
 def test_planted_options(tmp_path):
-    frame, manifest = build_corpus("planted", raw_dir=tmp_path, options={"n_examples": 10, "min_len": 3,
-                                                                          "max_len": 3, "max_markers": 3})
+    frame, manifest = build_corpus(
+        "planted", raw_dir=tmp_path, options={"n_examples": 10, "min_len": 3, "max_len": 3, "max_markers": 3}
+    )
     assert len(frame) == 10 and all(len(t.split()) == 3 for t in frame["text"])
     assert manifest["options"]["n_examples"] == 10 and manifest["options"]["vocab_size"] == 500
     with pytest.raises(AttnauditError, match="n_exampels.*valid options: max_len, max_markers"):
@@ -256,30 +272,41 @@ def _tree_fixture(tmp_path: Path) -> tuple[Path, dict[str, bytes]]:
 
 
 def _toy_spec(tree_or_file) -> CorpusSpec:
-    return CorpusSpec(name="toy", description="", citation="", mirror_dir="toy", files=(tree_or_file,),
-                      reader=lambda root, options, seed: (pd.DataFrame(), {}), label_names=("a",), defaults={})
+    return CorpusSpec(
+        name="toy",
+        description="",
+        citation="",
+        mirror_dir="toy",
+        files=(tree_or_file,),
+        reader=lambda root, options, seed: (pd.DataFrame(), {}),
+        label_names=("a",),
+        defaults={},
+    )
 
 
 def test_tree_verification(tmp_path):
     folder, files = _tree_fixture(tmp_path)
     sums_sha = _sha((folder / "SHA256SUMS").read_bytes())
     archive = CorpusFile("toy.tar.gz", ("file:///nonexistent/toy.tar.gz",), "0" * 64)
-    ok = fetch.fetch_corpus(_toy_spec(CorpusTree("toy", "SHA256SUMS", sums_sha, archive)), tmp_path / "mirror",
-                     tmp_path / "raw")
+    ok = fetch.fetch_corpus(
+        _toy_spec(CorpusTree("toy", "SHA256SUMS", sums_sha, archive)), tmp_path / "mirror", tmp_path / "raw"
+    )
     assert ok.root == folder and ok.files[0]["files_verified"] == 2
 
     # one listed file altered: the error names it and both hashes
     (folder / "toy/sub/b.txt").write_bytes(b"bravo\n" * 99 + b"brave\n")
     with pytest.raises(AttnauditError) as err:
-        fetch.fetch_corpus(_toy_spec(CorpusTree("toy", "SHA256SUMS", sums_sha, archive)), tmp_path / "mirror",
-                    tmp_path / "raw")
+        fetch.fetch_corpus(
+            _toy_spec(CorpusTree("toy", "SHA256SUMS", sums_sha, archive)), tmp_path / "mirror", tmp_path / "raw"
+        )
     assert "b.txt" in str(err.value) and _sha(files["toy/sub/b.txt"]) in str(err.value)
     assert _sha((folder / "toy/sub/b.txt").read_bytes()) in str(err.value)
 
     # the list itself does not match its pinned hash
     with pytest.raises(AttnauditError, match="SHA256SUMS: sha256 mismatch"):
-        fetch.fetch_corpus(_toy_spec(CorpusTree("toy", "SHA256SUMS", "f" * 64, archive)), tmp_path / "mirror",
-                    tmp_path / "raw")
+        fetch.fetch_corpus(
+            _toy_spec(CorpusTree("toy", "SHA256SUMS", "f" * 64, archive)), tmp_path / "mirror", tmp_path / "raw"
+        )
 
 
 def _tar_gz(files: dict[str, bytes]) -> bytes:
@@ -364,15 +391,21 @@ def _user(tmp_path: Path, name: str, content: str, **config) -> dict:
 
 
 def test_user_csv_labels_splits_and_empty_text(tmp_path):
-    cfg = _user(tmp_path, "c.csv", 'doc,text,label,part\n'
-                                   'a,"good, very good",pos,train\n'
-                                   'b,,neg,test\n'
-                                   'c,"multi\nline",pos,dev\n',
-                split_column="part", id_column="doc")
+    cfg = _user(
+        tmp_path,
+        "c.csv",
+        'doc,text,label,part\na,"good, very good",pos,train\nb,,neg,test\nc,"multi\nline",pos,dev\n',
+        split_column="part",
+        id_column="doc",
+    )
     frame, manifest = build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)
     _check_contract(frame)
-    assert frame.to_dict("list") == {"id": ["a", "b", "c"], "split": ["train", "test", "dev"],
-                                     "label": [1, 0, 1], "text": ["good, very good", "", "multi\nline"]}
+    assert frame.to_dict("list") == {
+        "id": ["a", "b", "c"],
+        "split": ["train", "test", "dev"],
+        "label": [1, 0, 1],
+        "text": ["good, very good", "", "multi\nline"],
+    }
     assert manifest["label_names"] == ["neg", "pos"]
     assert manifest["reader"]["label_mapping"] == {"pos": 1, "neg": 0}
     assert manifest["files"][0]["sha256"] == _sha((tmp_path / "c.csv").read_bytes())
@@ -390,11 +423,14 @@ def test_user_csv_integer_labels_sorted_numerically(tmp_path):
     assert manifest["label_names"] == ["2", "10"] and frame["label"].tolist() == [1, 0, 0]
 
 
-@pytest.mark.parametrize("content, line, what", [
-    ("text,label\nok,1\ntoo,many,fields\nok,0\n", 3, "expected 2 fields, found 3"),
-    ('text,label\nok,1\nfine,0\n"never closed,1\nok,0\n', 4, "unterminated"),
-    ("text,label\nok,1\n\"multi\nline\",1\nno label,\n", 5, "missing label"),
-])
+@pytest.mark.parametrize(
+    "content, line, what",
+    [
+        ("text,label\nok,1\ntoo,many,fields\nok,0\n", 3, "expected 2 fields, found 3"),
+        ('text,label\nok,1\nfine,0\n"never closed,1\nok,0\n', 4, "unterminated"),
+        ('text,label\nok,1\n"multi\nline",1\nno label,\n', 5, "missing label"),
+    ],
+)
 def test_user_csv_malformed_row_names_line(tmp_path, content, line, what):
     cfg = _user(tmp_path, "bad.csv", content)
     with pytest.raises(AttnauditError) as err:
@@ -409,8 +445,9 @@ def test_user_csv_bad_split_names_row_and_column(tmp_path):
 
 
 def test_user_jsonl(tmp_path):
-    cfg = _user(tmp_path, "u.jsonl", '{"text": "hello", "label": 1}\n\n{"text": "", "label": 0}\n'
-                                     '{"text": null, "label": 1}\n')
+    cfg = _user(
+        tmp_path, "u.jsonl", '{"text": "hello", "label": 1}\n\n{"text": "", "label": 0}\n{"text": null, "label": 1}\n'
+    )
     frame, _ = build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)
     assert frame["text"].tolist() == ["hello", "", ""] and frame["label"].tolist() == [1, 0, 1]
 
@@ -430,8 +467,11 @@ def test_user_config_errors(tmp_path):
     with pytest.raises(AttnauditError, match=r"user_corpora.mine: unknown key\(s\) \['text_colum'\]"):
         get_spec("mine", cfg)
     with pytest.raises(AttnauditError, match="user_corpora.mine.path"):
-        build_corpus("mine", raw_dir=tmp_path,
-                     user_corpora={"mine": {**_user(tmp_path, "c.csv", "")["mine"], "path": str(tmp_path / "no")}})
+        build_corpus(
+            "mine",
+            raw_dir=tmp_path,
+            user_corpora={"mine": {**_user(tmp_path, "c.csv", "")["mine"], "path": str(tmp_path / "no")}},
+        )
     with pytest.raises(AttnauditError, match="collides"):
         get_spec("sst", {"sst": cfg["mine"]})
 
@@ -459,9 +499,23 @@ def test_cli_writes_documents_and_manifest(tmp_path):
     parser = argparse.ArgumentParser()
     corpora.add_cli(parser.add_subparsers(dest="command"))
     out, manifest = tmp_path / "d/documents.parquet", tmp_path / "d/manifest.json"
-    args = parser.parse_args(["corpora", "--corpus", "planted", "--out", str(out), "--manifest", str(manifest),
-                              "--raw-dir", str(tmp_path / "raw"), "--options", '{"n_examples": 50}',
-                              "--seed", "7"])
+    args = parser.parse_args(
+        [
+            "corpora",
+            "--corpus",
+            "planted",
+            "--out",
+            str(out),
+            "--manifest",
+            str(manifest),
+            "--raw-dir",
+            str(tmp_path / "raw"),
+            "--options",
+            '{"n_examples": 50}',
+            "--seed",
+            "7",
+        ]
+    )
     args.func(args)
     frame = pd.read_parquet(out)
     meta = json.loads(manifest.read_text())
@@ -472,16 +526,33 @@ def test_cli_writes_documents_and_manifest(tmp_path):
     expected, _ = build_corpus("planted", raw_dir=tmp_path, options={"n_examples": 50}, seed=7)
     assert frame["text"].tolist() == expected["text"].tolist()
 
-    bad = parser.parse_args(["corpora", "--corpus", "planted", "--out", str(out), "--manifest", str(manifest),
-                             "--raw-dir", str(tmp_path), "--options", "{n_examples: 5}"])
+    bad = parser.parse_args(
+        [
+            "corpora",
+            "--corpus",
+            "planted",
+            "--out",
+            str(out),
+            "--manifest",
+            str(manifest),
+            "--raw-dir",
+            str(tmp_path),
+            "--options",
+            "{n_examples: 5}",
+        ]
+    )
     with pytest.raises(AttnauditError, match="--options"):
         bad.func(bad)
 
 
 def test_mirror_from_environment(tmp_path, monkeypatch):
     folder, _ = _tree_fixture(tmp_path)
-    tree = CorpusTree("toy", "SHA256SUMS", _sha((folder / "SHA256SUMS").read_bytes()),
-                      CorpusFile("toy.tar.gz", ("file:///nonexistent/toy.tar.gz",), "0" * 64))
+    tree = CorpusTree(
+        "toy",
+        "SHA256SUMS",
+        _sha((folder / "SHA256SUMS").read_bytes()),
+        CorpusFile("toy.tar.gz", ("file:///nonexistent/toy.tar.gz",), "0" * 64),
+    )
     monkeypatch.setenv("ATTNAUDIT_MIRROR", str(tmp_path / "mirror"))
     located = fetch.fetch_corpus(_toy_spec(tree), None, tmp_path / "raw")
     assert located.root == folder and located.source["kind"] == "mirror"

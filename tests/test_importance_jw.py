@@ -19,15 +19,25 @@ BOS, EOS = 2, 3
 
 def small_model(encoder, attention, num_classes=3, seed=0):
     torch.manual_seed(seed)
-    cfg = ModelConfig(vocab_size=40, num_classes=num_classes, encoder=encoder, attention=attention,
-                      embedding_dim=12, lstm_hidden=8, cnn_filters=4, average_hidden=16)
+    cfg = ModelConfig(
+        vocab_size=40,
+        num_classes=num_classes,
+        encoder=encoder,
+        attention=attention,
+        embedding_dim=12,
+        lstm_hidden=8,
+        cnn_filters=4,
+        average_hidden=16,
+    )
     return AttentionClassifier(cfg).eval()
 
 
 def small_batch(seed=0, lengths=(9, 4, 12, 6, 2, 7)):
     rng = np.random.default_rng(seed)
-    seqs = [np.concatenate([[BOS], rng.integers(4, 40, size=n - 2), [EOS]]) if n > 2 else np.array([BOS, EOS])
-            for n in lengths]
+    seqs = [
+        np.concatenate([[BOS], rng.integers(4, 40, size=n - 2), [EOS]]) if n > 2 else np.array([BOS, EOS])
+        for n in lengths
+    ]
     return seqs, collate(seqs, ids=[f"x{i}" for i in range(len(seqs))])
 
 
@@ -45,8 +55,7 @@ def test_batched_gradient_equals_per_instance(encoder, attention):
     assert all(p.grad is None for p in model.parameters())  # the audit never touches parameter gradients
     assert torch.all(scores[~batch.mask] == 0)
     for i, seq in enumerate(seqs):
-        np.testing.assert_allclose(scores[i, : len(seq)].numpy(), reference.gradient(model, seq), atol=1e-5,
-                                   rtol=1e-4)
+        np.testing.assert_allclose(scores[i, : len(seq)].numpy(), reference.gradient(model, seq), atol=1e-5, rtol=1e-4)
 
 
 def test_gradient_detaches_attention():
@@ -70,8 +79,9 @@ def test_batched_loo_equals_per_instance(encoder, attention):
     for i, seq in enumerate(seqs):
         np.testing.assert_allclose(scores[i, : len(seq)].numpy(), reference.loo(model, seq), atol=1e-5)
     # the same numbers when the deletions are split into several forward passes
-    np.testing.assert_allclose(get_method("loo", max_tokens=30).attribute(model, batch).numpy(), scores.numpy(),
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        get_method("loo", max_tokens=30).attribute(model, batch).numpy(), scores.numpy(), atol=1e-6
+    )
 
 
 def test_loo_builds_every_deletion_once():
@@ -92,6 +102,7 @@ def test_loo_of_a_single_token_is_nan():
 
 # -- planted corpus: a check that can fail ------------------------------------------------------------------
 
+
 def _planted_positions(tokens):
     """Marker words (negalpha, posbravo, ...) are the only tokens that decide the label."""
     return np.array([t[:3] in ("pos", "neg") and len(t) >= 7 for t in tokens])
@@ -105,8 +116,13 @@ def planted_average_dir(planted_dataset):
 
     out = planted_dataset / "models" / "average-additive-base-s0-jw"
     if not (out / "model.pt").exists():
-        train.run(str(planted_dataset / "dataset"), str(planted_dataset / "embeddings" / "matrix.npy"), str(out),
-                  {"encoder": "average", "attention": "additive", "epochs": 10, "selection": "last"}, threads=1)
+        train.run(
+            str(planted_dataset / "dataset"),
+            str(planted_dataset / "embeddings" / "matrix.npy"),
+            str(out),
+            {"encoder": "average", "attention": "additive", "epochs": 10, "selection": "last"},
+            threads=1,
+        )
     return out
 
 
@@ -119,8 +135,13 @@ def planted_scores(planted_dataset, planted_average_dir):
         scores = {m: get_method(m).attribute(inputs.model, batch) for m in ("attention", "gradient", "loo")}
         for i, instance in enumerate(batch.ids):
             n = int(batch.lengths[i])
-            rows.append({"id": instance, "planted": _planted_positions(examples.loc[instance, "tokens"]),
-                         **{m: s[i, :n].numpy() for m, s in scores.items()}})
+            rows.append(
+                {
+                    "id": instance,
+                    "planted": _planted_positions(examples.loc[instance, "tokens"]),
+                    **{m: s[i, :n].numpy() for m, s in scores.items()},
+                }
+            )
     return pd.DataFrame(rows)
 
 

@@ -7,19 +7,19 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from test_importance_jw import VARIANTS, small_batch, small_model
 
 from attnaudit import AttnauditError
 from attnaudit.auditing import instance_seed
 from attnaudit.cli import main
+from attnaudit.io import gather_chunks
 from attnaudit.jain_wallace import reference, rng
 from attnaudit.jain_wallace.adversarial import epsilon_max_jsd, find_adversaries
 from attnaudit.jain_wallace.common import batch_seeds, content_mask
 from attnaudit.jain_wallace.options import DEFAULTS, resolve
 from attnaudit.jain_wallace.permutation import permutation_deltas, permute
-from attnaudit.io import gather_chunks
 from attnaudit.jain_wallace.run import run_audit
 from attnaudit.metrics import LN2, jsd, tvd
-from test_importance_jw import VARIANTS, small_batch, small_model
 
 MARKERS = (2, 3)
 FAST = {"adversarial": {"steps": 25}, "permutation": {"n_permutations": 20}}
@@ -31,7 +31,7 @@ def test_counter_rng_is_per_instance_and_width_free():
     narrow = rng.uniform(seeds[1:], 4, 12, rng.STREAM_PERMUTATION)
     torch.testing.assert_close(wide[1, :, :12], narrow[0])
     assert not torch.equal(wide[0], wide[1])
-    assert 0 < wide.min() and wide.max() < 1
+    assert wide.min() > 0 and wide.max() < 1
     assert not torch.equal(rng.uniform(seeds, 4, 30, rng.STREAM_ADVERSARY_U1), wide)
 
 
@@ -41,8 +41,10 @@ def test_permute_moves_only_permutable_weights():
     permutable = content_mask(batch, MARKERS)
     out = permute(alpha, permutable, batch_seeds(0, batch.ids), 50)
     fixed = ~permutable
-    assert torch.equal(out[:, :, :][fixed[:, None, :].expand_as(out)], alpha[:, None, :].expand_as(out)[
-        fixed[:, None, :].expand_as(out)])
+    assert torch.equal(
+        out[:, :, :][fixed[:, None, :].expand_as(out)],
+        alpha[:, None, :].expand_as(out)[fixed[:, None, :].expand_as(out)],
+    )
     for b in range(len(batch.ids)):
         values = alpha[b][permutable[b]].sort().values
         for p in range(50):
@@ -57,8 +59,9 @@ def test_batched_permutation_equals_per_instance(encoder, attention):
     permutable = content_mask(batch, MARKERS)
     _, deltas = permutation_deltas(model, batch, batch_seeds(7, batch.ids), 30, permutable)
     for i, seq in enumerate(seqs):
-        naive = reference.permutation_deltas(model, seq, permutable[i, : len(seq)].numpy(),
-                                             instance_seed(7, batch.ids[i]), 30)
+        naive = reference.permutation_deltas(
+            model, seq, permutable[i, : len(seq)].numpy(), instance_seed(7, batch.ids[i]), 30
+        )
         np.testing.assert_allclose(deltas[i].numpy(), naive, atol=1e-6)
 
 
@@ -69,14 +72,15 @@ def test_batched_adversary_equals_each_instance_alone(encoder):
     with torch.no_grad():
         out = model(batch)
     options = dict(k=4, epsilon=0.01, lam=500.0, steps=60, lr=0.05, amsgrad=True, init_scale=3.0)
-    adv = find_adversaries(model, out.hidden, out.query, out.attention, out.probs, batch.mask,
-                           batch_seeds(1, batch.ids), **options)
+    adv = find_adversaries(
+        model, out.hidden, out.query, out.attention, out.probs, batch.mask, batch_seeds(1, batch.ids), **options
+    )
     for i, seq in enumerate(seqs):
         alone = reference.adversaries(model, seq, np.ones(len(seq), bool), instance_seed(1, batch.ids[i]), **options)
         np.testing.assert_allclose(adv.attention[i, :, : len(seq)].numpy(), alone["attention"], atol=1e-5)
         np.testing.assert_allclose(adv.tvd[i].numpy(), alone["tvd"], atol=1e-5)
         np.testing.assert_allclose(adv.jsd[i].numpy(), alone["jsd"], atol=1e-5)
-        assert adv.attention[i, :, len(seq):].abs().sum() == 0  # padding never receives attention
+        assert adv.attention[i, :, len(seq) :].abs().sum() == 0  # padding never receives attention
 
 
 def _check_validity(model, batch, adv, epsilon):
@@ -99,8 +103,18 @@ def test_adversary_never_reports_an_invalid_adversary(planted_dataset, planted_m
     _, batch = next(iterate_chunk(inputs, 32))
     with torch.no_grad():
         out = inputs.model(batch)
-    adv = find_adversaries(inputs.model, out.hidden, out.query, out.attention, out.probs, batch.mask,
-                           batch_seeds(0, batch.ids), k=3, epsilon=epsilon, steps=40)
+    adv = find_adversaries(
+        inputs.model,
+        out.hidden,
+        out.query,
+        out.attention,
+        out.probs,
+        batch.mask,
+        batch_seeds(0, batch.ids),
+        k=3,
+        epsilon=epsilon,
+        steps=40,
+    )
     _check_validity(inputs.model, batch, adv, epsilon)
     best = epsilon_max_jsd(adv)
     expected = torch.where(adv.valid, adv.jsd, torch.zeros_like(adv.jsd)).max(dim=1).values
@@ -113,18 +127,37 @@ def test_adversary_never_reports_an_invalid_adversary(planted_dataset, planted_m
 
 # -- the audit runner: sharding, outputs ---------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def planted_audits(planted_dataset, planted_model_dir, tmp_path_factory):
     """Each audit on the planted test split, once in 1 chunk and once in 3 chunks (gathered)."""
     out = tmp_path_factory.mktemp("jw_audits")
     frames = {}
     for audit in ("correlation", "permutation", "adversarial"):
-        whole = run_audit(audit, planted_dataset / "dataset", planted_model_dir, out / "one" / f"jw_{audit}.parquet",
-                          batch_size=16, seed=3, options=FAST, progress=False)
+        whole = run_audit(
+            audit,
+            planted_dataset / "dataset",
+            planted_model_dir,
+            out / "one" / f"jw_{audit}.parquet",
+            batch_size=16,
+            seed=3,
+            options=FAST,
+            progress=False,
+        )
         parts = [out / "three" / audit / f"chunk-{c}-of-3.parquet" for c in range(3)]
         for c, part in enumerate(parts):
-            run_audit(audit, planted_dataset / "dataset", planted_model_dir, part, chunk=c, n_chunks=3,
-                      batch_size=16, seed=3, options=FAST, progress=False)
+            run_audit(
+                audit,
+                planted_dataset / "dataset",
+                planted_model_dir,
+                part,
+                chunk=c,
+                n_chunks=3,
+                batch_size=16,
+                seed=3,
+                options=FAST,
+                progress=False,
+            )
         frames[audit] = (whole, gather_chunks(parts, out / "three" / f"jw_{audit}.parquet"))
     return out, frames
 
@@ -152,8 +185,9 @@ def test_audit_columns(planted_audits):
         if r["n_valid"]:
             assert r["best_tvd"] <= 0.01 and len(r["adversarial_attention"]) == r["n_tokens"]
             assert r["eps_max_jsd"] == pytest.approx(np.max(np.asarray(r["adversary_jsd"])[valid]))
-            assert float(jsd(torch.tensor(r["attention"]), torch.tensor(r["adversarial_attention"]))) == \
-                pytest.approx(r["eps_max_jsd"], abs=1e-5)
+            assert float(jsd(torch.tensor(r["attention"]), torch.tensor(r["adversarial_attention"]))) == pytest.approx(
+                r["eps_max_jsd"], abs=1e-5
+            )
 
 
 def test_tables_figures_heatmaps(planted_audits, planted_dataset, tmp_path):
@@ -167,11 +201,15 @@ def test_tables_figures_heatmaps(planted_audits, planted_dataset, tmp_path):
     for model in models:  # the same audits under three names
         (root / "planted" / model).mkdir(parents=True)
         for audit in ("correlation", "permutation", "adversarial"):
-            (root / "planted" / model / f"jw_{audit}.parquet").write_bytes((out / "one" / f"jw_{audit}.parquet").read_bytes())
+            (root / "planted" / model / f"jw_{audit}.parquet").write_bytes(
+                (out / "one" / f"jw_{audit}.parquet").read_bytes()
+            )
     runs = [{"dataset": "planted", "model": m, "corpus": "sst", "selection": "best"} for m in models]
     tables = write_tables(root, runs, tmp_path / "tables", FAST)
     corr = pd.read_csv(tmp_path / "tables" / "correlation.csv")
-    assert {"dataset", "model", "predicted_class", "pair", "tau_mean", "tau_std", "significant_fraction", "n"} <= set(corr)
+    assert {"dataset", "model", "predicted_class", "pair", "tau_mean", "tau_std", "significant_fraction", "n"} <= set(
+        corr
+    )
     assert set(corr["pair"]) == {"attention~gradient", "attention~loo", "gradient~loo"}
     assert corr.groupby(["model", "pair"])["n"].sum().eq(120).all()
     perm = pd.read_csv(tmp_path / "tables" / "permutation.csv")
@@ -180,7 +218,9 @@ def test_tables_figures_heatmaps(planted_audits, planted_dataset, tmp_path):
     assert {"eps_max_jsd_mean", "high_jsd_fraction"} <= set(adv)
     t2 = tables["table2"]
     assert set(t2["measure"]) == {"tau_g", "tau_loo"} and t2["jw_mean"].notna().all()
-    assert (t2[(t2["measure"] == "tau_g") & (t2["encoder"] == "lstm") & (t2["predicted_class"] == 0)]["jw_mean"] == 0.34).all()
+    assert (
+        t2[(t2["measure"] == "tau_g") & (t2["encoder"] == "lstm") & (t2["predicted_class"] == 0)]["jw_mean"] == 0.34
+    ).all()
     assert "| planted | tau_g |" in (tmp_path / "tables" / "table2.md").read_text()
     seeds = tables["seeds"].set_index(["encoder", "measure", "predicted_class"])
     lstm_g = seeds.loc[("lstm", "tau_g", 0)]
@@ -189,13 +229,20 @@ def test_tables_figures_heatmaps(planted_audits, planted_dataset, tmp_path):
     assert np.isnan(seeds.loc[("average", "tau_loo", 0)]["jw_mean"])  # J&W report τ_loo for the BiLSTM only
     assert "| planted | best | lstm-additive-base | tau_g | 0 |" in (tmp_path / "tables" / "seeds.md").read_text()
 
-    paths = write_figures("planted", ["average-additive-base-s0", "lstm-additive-base-s0"], root / "planted",
-                          tmp_path / "figures")
+    paths = write_figures(
+        "planted", ["average-additive-base-s0", "lstm-additive-base-s0"], root / "planted", tmp_path / "figures"
+    )
     assert [p.stem for p in paths] == list(FIGURES) and all(p.stat().st_size > 1000 for p in paths)
 
     page = tmp_path / "heatmaps.html"
-    write_heatmaps("planted", "average-additive-base-s0", root / "planted" / "average-additive-base-s0" /
-                   "jw_adversarial.parquet", planted_dataset / "dataset", page, n=3)
+    write_heatmaps(
+        "planted",
+        "average-additive-base-s0",
+        root / "planted" / "average-additive-base-s0" / "jw_adversarial.parquet",
+        planted_dataset / "dataset",
+        page,
+        n=3,
+    )
     text = page.read_text()
     assert "<script" not in text.lower() and "http" not in text and text.count("class='instance'") == 3
     assert "Δŷ" in text
@@ -203,9 +250,27 @@ def test_tables_figures_heatmaps(planted_audits, planted_dataset, tmp_path):
 
 def test_cli_runs_an_audit_chunk(planted_dataset, planted_model_dir, tmp_path):
     out = tmp_path / "chunk.parquet"
-    code = main(["jain-wallace", "audit", "permutation", "--dataset-dir", str(planted_dataset / "dataset"),
-                 "--model-dir", str(planted_model_dir), "--out", str(out), "--chunk", "1", "--n-chunks", "2",
-                 "--batch-size", "16", "--options", json.dumps(FAST)])
+    code = main(
+        [
+            "jain-wallace",
+            "audit",
+            "permutation",
+            "--dataset-dir",
+            str(planted_dataset / "dataset"),
+            "--model-dir",
+            str(planted_model_dir),
+            "--out",
+            str(out),
+            "--chunk",
+            "1",
+            "--n-chunks",
+            "2",
+            "--batch-size",
+            "16",
+            "--options",
+            json.dumps(FAST),
+        ]
+    )
     assert code == 0 and 0 < len(pd.read_parquet(out)) < 120
 
 
@@ -228,11 +293,31 @@ def test_bench_prints_one_line_per_audit(planted_dataset, planted_model_dir, cap
     """Smoke test of ``python -m attnaudit bench jw`` (not timed: numbers depend on the machine)."""
     import re
 
-    code = main(["bench", "jw", "--dataset-dir", str(planted_dataset / "dataset"), "--model-dir",
-                 str(planted_model_dir), "--threads", "1", "--naive-limit", "4", "--options", json.dumps(FAST)])
+    code = main(
+        [
+            "bench",
+            "jw",
+            "--dataset-dir",
+            str(planted_dataset / "dataset"),
+            "--model-dir",
+            str(planted_model_dir),
+            "--threads",
+            "1",
+            "--naive-limit",
+            "4",
+            "--options",
+            json.dumps(FAST),
+        ]
+    )
     lines = capsys.readouterr().out.strip().splitlines()
     assert code == 0 and [line.split()[0] for line in lines] == [
-        "gradient", "loo", "permutation", "permutation_given_h", "adversarial", "adversarial_given_h"]
+        "gradient",
+        "loo",
+        "permutation",
+        "permutation_given_h",
+        "adversarial",
+        "adversarial_given_h",
+    ]
     assert all(re.fullmatch(r"\w+ batched=[\d.]+ naive=[\d.]+ ratio=[\d.]+", line) for line in lines)
 
 
@@ -241,8 +326,9 @@ def test_bench_resolves_dataset_and_model_names(tmp_path):
 
     from attnaudit.bench import resolve_dirs
 
-    args = Namespace(dataset_dir=None, model_dir=None, dataset="sst", model="lstm-additive-base-s0",
-                     results=str(tmp_path))
+    args = Namespace(
+        dataset_dir=None, model_dir=None, dataset="sst", model="lstm-additive-base-s0", results=str(tmp_path)
+    )
     assert resolve_dirs(args) == (tmp_path / "datasets" / "sst", tmp_path / "models" / "sst" / "lstm-additive-base-s0")
     with pytest.raises(AttnauditError, match="--dataset-dir"):
         resolve_dirs(Namespace(dataset_dir=None, model_dir=None, dataset=None, model=None, results="results"))

@@ -3,11 +3,11 @@ piecewise-linear encoders LRP-0 without biases equals gradient × input (with α
 
 import pytest
 import torch
+from test_saliency_helpers import ENCODERS, tiny_batch, tiny_model
 
 from attnaudit.importance import get_method
 from attnaudit.importance._forward import class_scores
 from attnaudit.importance.lrp import _RULES, lrp_relevance
-from test_saliency_helpers import ENCODERS, tiny_batch, tiny_model
 
 
 @pytest.mark.parametrize("encoder", ENCODERS)
@@ -35,8 +35,9 @@ def test_relevance_is_conserved(encoder, attention, output):
     with torch.no_grad():
         logits = model(batch).logits
     expected = class_scores(logits, "margin" if output == "margin" else "logit")
-    torch.testing.assert_close(relevance.score, expected.gather(1, logits.argmax(-1, keepdim=True)).squeeze(1),
-                               rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(
+        relevance.score, expected.gather(1, logits.argmax(-1, keepdim=True)).squeeze(1), rtol=1e-5, atol=1e-5
+    )
     total = relevance.embedded.sum(dim=(1, 2)) + relevance.absorbed
     torch.testing.assert_close(total, relevance.score, rtol=1e-4, atol=1e-5)
     assert torch.all(relevance.embedded[~batch.mask] == 0)
@@ -72,7 +73,7 @@ def test_lstm_gates_receive_no_relevance():
     hidden = model.cfg.lstm_hidden
     with torch.no_grad():
         for suffix in ("", "_reverse"):
-            getattr(model.encoder.rnn, f"weight_ih_l0{suffix}")[2 * hidden: 3 * hidden].zero_()
+            getattr(model.encoder.rnn, f"weight_ih_l0{suffix}")[2 * hidden : 3 * hidden].zero_()
     batch = tiny_batch(lengths=(5, 7), seed=12)
     relevance = lrp_relevance(model, batch)
     assert relevance.embedded.abs().max() < 1e-6  # x only reaches relevance through the candidate g

@@ -53,8 +53,9 @@ def test_jsd_in_nats_reaches_ln2_on_disjoint_supports():
 def test_adversary_objective_uses_the_same_jsd(a, b):
     """With k = 1 and λ = 0 the relaxed objective of Eq. 1–2 is JSD(α, α̂) itself."""
     p, q = _distributions(a, b)
-    value = relaxed_objective(p[None, None, :], q[None, :], torch.ones(1, 1, 2) / 2, torch.ones(1, 2) / 2,
-                              epsilon=0.01, lam=0.0)
+    value = relaxed_objective(
+        p[None, None, :], q[None, :], torch.ones(1, 1, 2) / 2, torch.ones(1, 2) / 2, epsilon=0.01, lam=0.0
+    )
     assert float(value[0]) == pytest.approx(float(jsd(p, q)), abs=1e-8)
 
 

@@ -12,8 +12,16 @@ VARIANTS = [(e, a) for e in ("lstm", "cnn", "average") for a in ("additive", "do
 
 def make(encoder, attention, seed=0):
     torch.manual_seed(seed)
-    cfg = ModelConfig(vocab_size=30, num_classes=2, encoder=encoder, attention=attention, embedding_dim=12,
-                      lstm_hidden=8, cnn_filters=4, average_hidden=16)
+    cfg = ModelConfig(
+        vocab_size=30,
+        num_classes=2,
+        encoder=encoder,
+        attention=attention,
+        embedding_dim=12,
+        lstm_hidden=8,
+        cnn_filters=4,
+        average_hidden=16,
+    )
     return AttentionClassifier(cfg).eval()
 
 

@@ -12,7 +12,6 @@ import subprocess
 import pytest
 import torch
 import yaml
-
 from conftest import REPO, SNAKEMAKE, snakemake
 
 pytestmark = pytest.mark.e2e

@@ -9,16 +9,16 @@ import pandas as pd
 import pytest
 import torch
 from captum.attr import Occlusion as CaptumOcclusion
+from test_saliency_helpers import ENCODERS, MARKERS, tiny_batch, tiny_model
 
 from attnaudit.auditing import iterate_chunk, load_audit_inputs
-from attnaudit.io import gather_chunks
 from attnaudit.data import collate
 from attnaudit.importance import get_method
 from attnaudit.importance._forward import class_scores, embedding_forward
+from attnaudit.io import gather_chunks
 from attnaudit.metrics import kendall_tau
 from attnaudit.saliency import agreement, faithfulness, planted, report, scores
 from attnaudit.saliency.ranking import candidate_mask, k_tokens, rank_positions, ranking_key
-from test_saliency_helpers import ENCODERS, MARKERS, tiny_batch, tiny_model
 
 
 def _predicted_output(model, batch, embedded, output="prob"):
@@ -36,8 +36,9 @@ def test_gradient_methods_match_autograd(encoder):
     (grad,) = torch.autograd.grad(_predicted_output(model, batch, embedded).sum(), embedded)
     mask = batch.mask
     torch.testing.assert_close(get_method("saliency_l2").attribute(model, batch), grad.norm(dim=-1) * mask)
-    torch.testing.assert_close(get_method("grad_x_input").attribute(model, batch),
-                               (grad * embedded.detach()).sum(-1) * mask)
+    torch.testing.assert_close(
+        get_method("grad_x_input").attribute(model, batch), (grad * embedded.detach()).sum(-1) * mask
+    )
 
 
 @pytest.mark.parametrize("baseline", ["zeros", "unk"])
@@ -88,8 +89,13 @@ def test_occlusion_equals_captum(encoder):
     embedded = model.embed(batch).detach()
     target = model(batch).logits.argmax(-1)
     theirs = CaptumOcclusion(embedding_forward(model, "prob")).attribute(
-        embedded, sliding_window_shapes=(1, embedded.shape[-1]), baselines=0.0, target=target,
-        additional_forward_args=(batch.tokens, batch.mask), perturbations_per_eval=embedded.shape[1])
+        embedded,
+        sliding_window_shapes=(1, embedded.shape[-1]),
+        baselines=0.0,
+        target=target,
+        additional_forward_args=(batch.tokens, batch.mask),
+        perturbations_per_eval=embedded.shape[1],
+    )
     torch.testing.assert_close(ours, theirs[..., 0] * batch.mask, rtol=1e-4, atol=1e-6)
 
 
@@ -113,8 +119,9 @@ def test_random_ranking_is_seeded_per_instance():
     batch = tiny_batch(seed=6)
     a = get_method("random", seed=1).attribute(model, batch)
     assert not torch.equal(a, get_method("random", seed=2).attribute(model, batch))
-    reordered = collate([batch.tokens[i, : int(batch.mask[i].sum())].numpy() for i in (2, 0)],
-                        ids=[batch.ids[2], batch.ids[0]])
+    reordered = collate(
+        [batch.tokens[i, : int(batch.mask[i].sum())].numpy() for i in (2, 0)], ids=[batch.ids[2], batch.ids[0]]
+    )
     b = get_method("random", seed=1).attribute(model, reordered)
     torch.testing.assert_close(b[0, : int(batch.mask[2].sum())], a[2, : int(batch.mask[2].sum())])
 
@@ -148,8 +155,9 @@ def test_topk_overlap_and_ranking_rules():
     assert overlap[0, 0, 1].item() == 0.0
     assert k_tokens(torch.tensor([20, 3, 0]), 0.1).tolist() == [2, 1, 0]
     assert k_tokens(torch.tensor([20, 3]), 5).tolist() == [5, 3]
-    ranks = rank_positions(ranking_key(torch.tensor([[1.0, float("nan"), 1.0, 3.0]]),
-                                       torch.tensor([[True, True, True, False]]), "signed"))
+    ranks = rank_positions(
+        ranking_key(torch.tensor([[1.0, float("nan"), 1.0, 3.0]]), torch.tensor([[True, True, True, False]]), "signed")
+    )
     assert ranks.tolist() == [[0, 2, 1, 3]]  # ties by position, NaN last among candidates, markers after
 
 
@@ -186,17 +194,25 @@ def test_batched_faithfulness_equals_naive_loop(encoder):
     fractions, variants = (0.01, 0.2, 0.5, 1.0), ("deletion", "unk", "pad")
     cand = candidate_mask(batch.tokens, batch.mask, MARKERS)
     raw = torch.stack([get_method(m).attribute(model, batch) for m in ("grad_x_input", "random")], dim=1)
-    keys = torch.stack([ranking_key(raw[:, 0], cand, "signed"), ranking_key(raw[:, 0], cand, "abs"),
-                        ranking_key(raw[:, 1], cand, "signed")], dim=1)
-    result = faithfulness.faithfulness_batch(model, batch, keys, cand, fractions, variants, unk_index=1,
-                                             max_elements=500)  # small slices: exercises the slicing
+    keys = torch.stack(
+        [
+            ranking_key(raw[:, 0], cand, "signed"),
+            ranking_key(raw[:, 0], cand, "abs"),
+            ranking_key(raw[:, 1], cand, "signed"),
+        ],
+        dim=1,
+    )
+    result = faithfulness.faithfulness_batch(
+        model, batch, keys, cand, fractions, variants, unk_index=1, max_elements=500
+    )  # small slices: exercises the slicing
     for b in range(len(batch.ids)):
         seq = batch.tokens[b, : int(batch.mask[b].sum())].numpy()
         for s in range(keys.shape[1]):
             for v, variant in enumerate(variants):
                 expected = _naive_faithfulness(model, seq, keys[b, s].tolist(), fractions, variant)
-                got = np.stack([result["comprehensiveness"][b, s, :, v].numpy(),
-                                result["sufficiency"][b, s, :, v].numpy()], axis=1)
+                got = np.stack(
+                    [result["comprehensiveness"][b, s, :, v].numpy(), result["sufficiency"][b, s, :, v].numpy()], axis=1
+                )
                 np.testing.assert_allclose(got, expected, atol=1e-5)
 
 
@@ -217,8 +233,13 @@ def test_perfect_ranking_beats_random_on_planted(planted_inputs, planted_dataset
         perfect = torch.zeros(batch.mask.shape)
         for i, r in enumerate(rows):
             perfect[i, torch.as_tensor(important[int(r)])] = 1.0
-        keys = torch.stack([ranking_key(perfect, cand, "signed"),
-                            ranking_key(rnd.attribute(planted_inputs.model, batch), cand, "signed")], dim=1)
+        keys = torch.stack(
+            [
+                ranking_key(perfect, cand, "signed"),
+                ranking_key(rnd.attribute(planted_inputs.model, batch), cand, "signed"),
+            ],
+            dim=1,
+        )
         out = faithfulness.faithfulness_batch(planted_inputs.model, batch, keys, cand, variants=("deletion",))
         for s, name in enumerate(("perfect", "random")):
             comp[name].append(out["comprehensiveness"][:, s].mean(dim=1).squeeze(-1))
@@ -242,11 +263,28 @@ def stage_outputs(tmp_path_factory, planted_dataset, planted_model_dir):
         parts = {"scores": [], "agreement": [], "faithfulness": []}
         for chunk in range(n_chunks):
             paths = {p: root / f"{p}-{chunk}-of-{n_chunks}.parquet" for p in parts}
-            scores.run(data, str(planted_model_dir), paths["scores"], methods, options, batch_size=32,
-                       chunk=chunk, n_chunks=n_chunks, seed=0)
+            scores.run(
+                data,
+                str(planted_model_dir),
+                paths["scores"],
+                methods,
+                options,
+                batch_size=32,
+                chunk=chunk,
+                n_chunks=n_chunks,
+                seed=0,
+            )
             agreement.run(data, paths["scores"], paths["agreement"], k=2)
-            faithfulness.run(data, str(planted_model_dir), paths["scores"], paths["faithfulness"], batch_size=32,
-                             chunk=chunk, n_chunks=n_chunks, variants=("deletion", "unk"))
+            faithfulness.run(
+                data,
+                str(planted_model_dir),
+                paths["scores"],
+                paths["faithfulness"],
+                batch_size=32,
+                chunk=chunk,
+                n_chunks=n_chunks,
+                variants=("deletion", "unk"),
+            )
             for p in parts:
                 parts[p].append(paths[p])
         run = root / f"audits-{n_chunks}" / "planted" / "average-additive-base-s0"
@@ -284,17 +322,30 @@ def test_stage_tables_planted_and_figures(stage_outputs, planted_dataset):
     aopc = aopc.set_index("method")["comprehensiveness"]
     assert aopc.drop("random").min() > aopc["random"], aopc  # every method beats chance on planted
 
-    precision = planted.run([{"dataset": "planted", "dataset_dir": str(planted_dataset / "dataset"),
-                              "model": "average-additive-base-s0",
-                              "scores": str(audits / "planted" / "average-additive-base-s0"
-                                            / "saliency_scores.parquet")}],
-                            str(out / "planted.csv"), ks=(1,))
+    precision = planted.run(
+        [
+            {
+                "dataset": "planted",
+                "dataset_dir": str(planted_dataset / "dataset"),
+                "model": "average-additive-base-s0",
+                "scores": str(audits / "planted" / "average-additive-base-s0" / "saliency_scores.parquet"),
+            }
+        ],
+        str(out / "planted.csv"),
+        ks=(1,),
+    )
     assert {"dataset", "model", "method", "precision_at_k"} <= set(precision.columns)
     at_n = precision[(precision["k"] == "n_planted") & (precision["ranking"] == "signed")].set_index("method")
     assert at_n.loc["occlusion", "precision_at_k"] > 0.8 > at_n.loc["random", "precision_at_k"]
 
     run = audits / "planted" / "average-additive-base-s0"
-    report.run_figures(run / "saliency_agreement.parquet", run / "saliency_faithfulness.parquet",
-                       str(root / "fig" / "agreement.png"), str(root / "fig" / "faithfulness.png"), "signed", "t")
+    report.run_figures(
+        run / "saliency_agreement.parquet",
+        run / "saliency_faithfulness.parquet",
+        str(root / "fig" / "agreement.png"),
+        str(root / "fig" / "faithfulness.png"),
+        "signed",
+        "t",
+    )
     assert (root / "fig" / "agreement.png").stat().st_size > 1000
     assert (root / "fig" / "faithfulness.png").stat().st_size > 1000

@@ -13,11 +13,21 @@ VOCAB = 40  # ids 0..3 are <pad>, <unk>, <s>, </s> as in data.SPECIALS
 MARKERS = [2, 3]
 
 
-def tiny_model(encoder: str, attention: str = "additive", seed: int = 0, num_classes: int = 2,
-               zero_bias: bool = False) -> AttentionClassifier:
+def tiny_model(
+    encoder: str, attention: str = "additive", seed: int = 0, num_classes: int = 2, zero_bias: bool = False
+) -> AttentionClassifier:
     torch.manual_seed(seed)
-    cfg = ModelConfig(vocab_size=VOCAB, num_classes=num_classes, encoder=encoder, attention=attention,
-                      embedding_dim=8, lstm_hidden=5, cnn_filters=3, cnn_kernels=(1, 3), average_hidden=7)
+    cfg = ModelConfig(
+        vocab_size=VOCAB,
+        num_classes=num_classes,
+        encoder=encoder,
+        attention=attention,
+        embedding_dim=8,
+        lstm_hidden=5,
+        cnn_filters=3,
+        cnn_kernels=(1, 3),
+        average_hidden=7,
+    )
     model = AttentionClassifier(cfg)
     with torch.no_grad():
         model.embedding.weight.normal_(0, 1.0)

@@ -23,10 +23,15 @@ def test_vocab_from_train_with_min_count_and_specials_first():
 
 
 def test_markers_empty_documents_dropped_and_counted():
-    frame = docs([
-        ("d0", "train", 0, "good film"), ("d1", "train", 1, "   "), ("d2", "dev", 1, "bad"),
-        ("d3", "test", 0, "fine"), ("d4", "train", 1, "great film"),
-    ])
+    frame = docs(
+        [
+            ("d0", "train", 0, "good film"),
+            ("d1", "train", 1, "   "),
+            ("d2", "dev", 1, "bad"),
+            ("d3", "test", 0, "fine"),
+            ("d4", "train", 1, "great film"),
+        ]
+    )
     examples, vocab, stats = tokenise_documents(frame, {}, seed=0)
     assert stats["dropped"]["empty"] == 1
     assert "d1" not in set(examples["id"])
@@ -36,8 +41,10 @@ def test_markers_empty_documents_dropped_and_counted():
 
 
 def test_max_tokens_and_min_tokens_filters_are_counted():
-    frame = docs([(f"d{i}", "train" if i < 6 else "test", i % 2, " ".join(["w"] * (i + 1))) for i in range(8)]
-                 + [("dv0", "dev", 0, "w w"), ("dv1", "dev", 1, "w w w")])
+    frame = docs(
+        [(f"d{i}", "train" if i < 6 else "test", i % 2, " ".join(["w"] * (i + 1))) for i in range(8)]
+        + [("dv0", "dev", 0, "w w"), ("dv1", "dev", 1, "w w w")]
+    )
     examples, _, stats = tokenise_documents(frame, {"max_tokens": 6, "min_tokens": 5}, seed=0)
     lengths = examples["tokens"].map(len) - 2
     assert lengths.max() < 6 and (lengths + 2).min() >= 5
@@ -56,8 +63,10 @@ def test_pooled_corpus_gets_seeded_stratified_splits():
 
 
 def test_test_sample_keeps_a_seeded_fraction():
-    frame = docs([(f"t{i}", "test", i % 2, "some text") for i in range(100)]
-                 + [(f"r{i}", "train", i % 2, "other text") for i in range(50)])
+    frame = docs(
+        [(f"t{i}", "test", i % 2, "some text") for i in range(100)]
+        + [(f"r{i}", "train", i % 2, "other text") for i in range(50)]
+    )
     examples, _, stats = tokenise_documents(frame, {"test_sample": 0.2, "dev_fraction": 0.2}, seed=0)
     assert (examples["split"] == "test").sum() == 20
     assert stats["dropped"]["test not in the 20% sample"] == 80

@@ -39,8 +39,13 @@ def test_nan_loss_names_epoch_and_batch(planted_dataset, tmp_path):
     matrix[4:] = np.nan
     np.save(tmp_path / "nan.npy", matrix)
     with pytest.raises(AttnauditError, match=r"epoch 0, batch 0"):
-        run(str(planted_dataset / "dataset"), str(tmp_path / "nan.npy"), str(tmp_path / "out"),
-            {"encoder": "average", "epochs": 1}, threads=1)
+        run(
+            str(planted_dataset / "dataset"),
+            str(tmp_path / "nan.npy"),
+            str(tmp_path / "out"),
+            {"encoder": "average", "epochs": 1},
+            threads=1,
+        )
     assert not (tmp_path / "out" / "model.pt").exists()
 
 

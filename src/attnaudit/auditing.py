@@ -10,9 +10,9 @@ whatever the chunk count: the gathered parquet is identical for 1 or 16 chunks. 
 from __future__ import annotations
 
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 import pandas as pd
@@ -32,8 +32,9 @@ class AuditInputs:
     device: torch.device
 
 
-def load_audit_inputs(dataset_dir: str | Path, model_dir: str | Path, split: str = "test",
-                      device: torch.device | None = None) -> AuditInputs:
+def load_audit_inputs(
+    dataset_dir: str | Path, model_dir: str | Path, split: str = "test", device: torch.device | None = None
+) -> AuditInputs:
     device = device or pick_device()
     examples, vocab = load_examples(dataset_dir)
     rows = examples[examples["split"] == split].reset_index(drop=True)
@@ -58,8 +59,9 @@ def chunk_of(plan: list[np.ndarray], chunk: int, n_chunks: int) -> list[np.ndarr
     return [plan[i] for i in np.array_split(np.arange(len(plan)), n_chunks)[chunk]]
 
 
-def iterate_chunk(inputs: AuditInputs, batch_size: int, chunk: int = 0, n_chunks: int = 1
-                  ) -> Iterator[tuple[np.ndarray, Batch]]:
+def iterate_chunk(
+    inputs: AuditInputs, batch_size: int, chunk: int = 0, n_chunks: int = 1
+) -> Iterator[tuple[np.ndarray, Batch]]:
     """Yield ``(rows, batch)`` on the model's device for one chunk of the audited split."""
     enc = inputs.encoded
     for rows in chunk_of(batch_plan(enc, batch_size), chunk, n_chunks):

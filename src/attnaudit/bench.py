@@ -34,7 +34,11 @@ def add_cli(subparsers) -> None:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--audits", nargs="+", default=None, help="subset of the suite's audits")
-    p.add_argument("--naive-limit", type=int, default=None,
-                   help="time the naive reference on a seeded sample of this many instances (inst/s is comparable)")
+    p.add_argument(
+        "--naive-limit",
+        type=int,
+        default=None,
+        help="time the naive reference on a seeded sample of this many instances (inst/s is comparable)",
+    )
     p.add_argument("--options", default="{}", help="JSON options for the suite (e.g. the jain_wallace block)")
     p.set_defaults(func=lambda a: importlib.import_module(SUITES[a.suite]).run(a))

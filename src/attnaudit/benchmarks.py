@@ -16,19 +16,36 @@ def collect(root: str | Path) -> pd.DataFrame:
     root = Path(root)
     for path in sorted(root.rglob("*.tsv")):
         bench = pd.read_csv(path, sep="\t")
-        rows.append({"rule": path.relative_to(root).parts[0], "job": str(path.relative_to(root)),
-                     "seconds": float(bench["s"].iloc[-1]), "max_rss_mb": float(bench["max_rss"].iloc[-1])})
+        rows.append(
+            {
+                "rule": path.relative_to(root).parts[0],
+                "job": str(path.relative_to(root)),
+                "seconds": float(bench["s"].iloc[-1]),
+                "max_rss_mb": float(bench["max_rss"].iloc[-1]),
+            }
+        )
     return pd.DataFrame(rows, columns=["rule", "job", "seconds", "max_rss_mb"])
 
 
 def summarise(root: str | Path) -> pd.DataFrame:
     jobs = collect(root)
-    per_rule = jobs.groupby("rule", sort=False).agg(jobs=("job", "size"), seconds_sum=("seconds", "sum"),
-                                                     seconds_max=("seconds", "max"),
-                                                     peak_rss_mb=("max_rss_mb", "max"))
-    total = pd.DataFrame([{"jobs": len(jobs), "seconds_sum": jobs["seconds"].sum(),
-                           "seconds_max": jobs["seconds"].max(), "peak_rss_mb": jobs["max_rss_mb"].max()}],
-                         index=["TOTAL"])
+    per_rule = jobs.groupby("rule", sort=False).agg(
+        jobs=("job", "size"),
+        seconds_sum=("seconds", "sum"),
+        seconds_max=("seconds", "max"),
+        peak_rss_mb=("max_rss_mb", "max"),
+    )
+    total = pd.DataFrame(
+        [
+            {
+                "jobs": len(jobs),
+                "seconds_sum": jobs["seconds"].sum(),
+                "seconds_max": jobs["seconds"].max(),
+                "peak_rss_mb": jobs["max_rss_mb"].max(),
+            }
+        ],
+        index=["TOTAL"],
+    )
     return pd.concat([per_rule, total]).round(1)
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 import pandas as pd
@@ -40,8 +40,9 @@ def load_examples(dataset_dir: str | Path) -> tuple[pd.DataFrame, dict[str, int]
 def encode_split(examples: pd.DataFrame, vocab: dict[str, int], split: str | None) -> Encoded:
     rows = examples if split is None else examples[examples["split"] == split]
     unk = vocab[UNK]
-    sequences = [np.fromiter((vocab.get(t, unk) for t in toks), dtype=np.int64, count=len(toks))
-                 for toks in rows["tokens"]]
+    sequences = [
+        np.fromiter((vocab.get(t, unk) for t in toks), dtype=np.int64, count=len(toks)) for toks in rows["tokens"]
+    ]
     return Encoded(rows["id"].tolist(), sequences, rows["label"].to_numpy(dtype=np.int64))
 
 
@@ -72,8 +73,16 @@ def iterate_batches(
         lengths = np.array([len(s) for s in data.sequences])
         # sort within windows of 50 batches: near-uniform lengths per batch, still shuffled across windows
         window = batch_size * 50
-        order = np.concatenate([chunk[np.argsort(lengths[chunk], kind="stable")]
-                                for chunk in np.array_split(order, max(1, int(np.ceil(n / window))))]) if n else order
+        order = (
+            np.concatenate(
+                [
+                    chunk[np.argsort(lengths[chunk], kind="stable")]
+                    for chunk in np.array_split(order, max(1, int(np.ceil(n / window))))
+                ]
+            )
+            if n
+            else order
+        )
     starts = list(range(0, n, batch_size))
     if shuffle:
         starts = [starts[i] for i in np.random.default_rng(seed + 1).permutation(len(starts))]

@@ -17,7 +17,9 @@ def format_model_id(encoder: str, attention: str, regulariser: str, seed: int) -
 def parse_model_id(model_id: str) -> dict:
     match = _MODEL_ID.match(model_id)
     if not match:
-        raise AttnauditError(f"model id {model_id!r} is not of the form encoder-attention-regulariser-s<seed>, "
-                             "e.g. lstm-additive-base-s0")
+        raise AttnauditError(
+            f"model id {model_id!r} is not of the form encoder-attention-regulariser-s<seed>, "
+            "e.g. lstm-additive-base-s0"
+        )
     parts = match.groupdict()
     return {**parts, "seed": int(parts["seed"])}

@@ -15,6 +15,7 @@ def say(request):
     def _say(msg: str) -> None:
         with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
             print(f"\n[slurm] {msg}", flush=True)
+
     return _say
 
 
@@ -24,8 +25,10 @@ def slurm_cluster(say):
     if reason:
         pytest.skip(f"no local Slurm cluster: {reason}")
     with slurm.slurm_cluster() as cluster:
-        say(f"bring-up {cluster.timings['bring_up']:.1f} s "
+        say(
+            f"bring-up {cluster.timings['bring_up']:.1f} s "
             f"({', '.join(f'{k} {v:.1f}' for k, v in cluster.timings.items() if k != 'bring_up')}), "
-            f"state {cluster.state_dir}")
+            f"state {cluster.state_dir}"
+        )
         yield cluster
     say(f"teardown {cluster.timings['teardown']:.1f} s")

@@ -36,13 +36,22 @@ import time
 from pathlib import Path
 
 PACKAGES = ["slurmctld", "slurmd", "slurm-client", "slurmdbd", "munge", "mariadb-server"]
-BINARIES = ["slurmctld", "slurmd", "slurmdbd", "sbatch", "sacct", "sacctmgr", "munged",
-            "mariadbd", "mariadb-install-db"]
-SLURM_PORTS = {"slurmctld": 6817, "slurmd": 6818, "slurmdbd": 6819}   # Slurm's defaults
+BINARIES = [
+    "slurmctld",
+    "slurmd",
+    "slurmdbd",
+    "sbatch",
+    "sacct",
+    "sacctmgr",
+    "munged",
+    "mariadbd",
+    "mariadb-install-db",
+]
+SLURM_PORTS = {"slurmctld": 6817, "slurmd": 6818, "slurmdbd": 6819}  # Slurm's defaults
 ETC_SLURM = Path("/etc/slurm")
 CONFIG_FILES = ["slurm.conf", "gres.conf", "slurmdbd.conf", "cgroup.conf"]
 CLUSTER_NAME = "attnaudit"
-NODE = "localhost"       # pitfall 3: the VM's hostname is arbitrary; slurmd is started with -N localhost
+NODE = "localhost"  # pitfall 3: the VM's hostname is arbitrary; slurmd is started with -N localhost
 STOP_ORDER = ["slurmd", "slurmctld", "slurmdbd", "mariadbd", "munged"]
 
 
@@ -51,8 +60,8 @@ class Cluster:
     partition: str
     account: str
     state_dir: Path
-    cpus: int            # CPUs of the one node (= the machine's)
-    gpus: int            # fake GPUs of the one node
+    cpus: int  # CPUs of the one node (= the machine's)
+    gpus: int  # fake GPUs of the one node
     pids: dict[str, int]  # daemons this harness started (munged absent if it was already running)
     timings: dict[str, float]
 
@@ -62,7 +71,7 @@ class Cluster:
         return json.dumps(d, indent=2)
 
     @classmethod
-    def from_json(cls, text: str) -> "Cluster":
+    def from_json(cls, text: str) -> Cluster:
         d = json.loads(text)
         d["state_dir"] = Path(d["state_dir"])
         return cls(**d)
@@ -128,6 +137,7 @@ def free_port() -> int:
 
 # ---- availability and packages ------------------------------------------------------------------
 
+
 def unavailable_reason() -> str | None:
     """Why this machine cannot host the cluster (a pytest skip reason), or None."""
     if sys.platform != "linux":
@@ -164,6 +174,7 @@ def install_packages(state: Path) -> None:
 
 
 # ---- configuration ------------------------------------------------------------------------------
+
 
 def write_configs(state: Path, partition: str, db_port: int, db_pass: str) -> None:
     etc = state / "etc"
@@ -230,7 +241,7 @@ StorageUser=slurm
 StoragePass={db_pass}
 StorageLoc=slurm_acct_db
 """)
-    shutil.chown(dbd, "slurm", "slurm")   # slurmdbd refuses a slurmdbd.conf not 0600 and owned by SlurmUser
+    shutil.chown(dbd, "slurm", "slurm")  # slurmdbd refuses a slurmdbd.conf not 0600 and owned by SlurmUser
     dbd.chmod(0o600)
 
 
@@ -240,7 +251,7 @@ def link_configs(state: Path) -> None:
     for name in CONFIG_FILES:
         link = ETC_SLURM / name
         if link.is_symlink() and not link.exists():
-            link.unlink()                      # dangling link from an earlier, killed harness
+            link.unlink()  # dangling link from an earlier, killed harness
         elif link.exists() or link.is_symlink():
             raise RuntimeError(f"{link} exists; not replacing a Slurm configuration this harness did not write")
         link.symlink_to(state / "etc" / name)
@@ -255,56 +266,90 @@ def unlink_configs(state: Path) -> None:
 
 # ---- daemons ------------------------------------------------------------------------------------
 
+
 def start_munged(state: Path, pids: dict[str, int]) -> None:
     pidfile = Path("/run/munge/munged.pid")
-    if pidfile.is_file() and pid_alive(int(pidfile.read_text().split()[0])) and succeeds("sh", "-c", "munge -n | unmunge"):
+    if (
+        pidfile.is_file()
+        and pid_alive(int(pidfile.read_text().split()[0]))
+        and succeeds("sh", "-c", "munge -n | unmunge")
+    ):
         log("munged already running: using it, will not stop it")
         return
     key = Path("/etc/munge/munge.key")
-    if not key.is_file() or key.stat().st_size == 0:   # Debian's postinst normally creates it
+    if not key.is_file() or key.stat().st_size == 0:  # Debian's postinst normally creates it
         run(["mungekey", "--create", f"--keyfile={key}"])
     shutil.chown(key, "munge", "munge")
     key.chmod(0o400)
     Path("/run/munge").mkdir(mode=0o755, exist_ok=True)
     shutil.chown("/run/munge", "munge", "munge")
-    run(["runuser", "-u", "munge", "--", "/usr/sbin/munged"])   # daemonizes itself
+    run(["runuser", "-u", "munge", "--", "/usr/sbin/munged"])  # daemonizes itself
     wait_for("munged", 15, lambda: succeeds("sh", "-c", "munge -n | unmunge"))
     pids["munged"] = read_pid(pidfile)
 
 
 def start_mariadb(state: Path, pids: dict[str, int], db_port: int, db_pass: str) -> None:
     """A private MariaDB: data dir, socket and pid in the state dir, TCP on a free localhost port."""
-    datadir, rundir = state / "mysql", state / "mysql-run"   # mariadbd runs as mysql: both owned by it
+    datadir, rundir = state / "mysql", state / "mysql-run"  # mariadbd runs as mysql: both owned by it
     sock = rundir / "mysqld.sock"
     for d in (datadir, rundir):
         d.mkdir(exist_ok=True)
         shutil.chown(d, "mysql", "mysql")
     # --no-defaults: ignore /etc/mysql/my.cnf (its socket and datadir are the system server's)
-    run(["mariadb-install-db", "--no-defaults", "--user=mysql", f"--datadir={datadir}",
-         "--auth-root-authentication-method=socket", "--skip-test-db"])
-    out = open(state / "log" / "mariadbd.log", "w")
+    run(
+        [
+            "mariadb-install-db",
+            "--no-defaults",
+            "--user=mysql",
+            f"--datadir={datadir}",
+            "--auth-root-authentication-method=socket",
+            "--skip-test-db",
+        ]
+    )
+    out = open(state / "log" / "mariadbd.log", "w")  # noqa: SIM115 (the daemon keeps it open)
     proc = subprocess.Popen(
-        ["mariadbd", "--no-defaults", "--user=mysql", f"--datadir={datadir}", f"--socket={sock}",
-         f"--pid-file={rundir}/mariadbd.pid", "--bind-address=127.0.0.1", f"--port={db_port}",
-         "--skip-name-resolve",
-         # values slurmdbd asks for; silences "Database settings not recommended" (pitfall 10)
-         "--innodb-buffer-pool-size=128M", "--innodb-lock-wait-timeout=900"],
-        stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        [
+            "mariadbd",
+            "--no-defaults",
+            "--user=mysql",
+            f"--datadir={datadir}",
+            f"--socket={sock}",
+            f"--pid-file={rundir}/mariadbd.pid",
+            "--bind-address=127.0.0.1",
+            f"--port={db_port}",
+            "--skip-name-resolve",
+            # values slurmdbd asks for; silences "Database settings not recommended" (pitfall 10)
+            "--innodb-buffer-pool-size=128M",
+            "--innodb-lock-wait-timeout=900",
+        ],
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     pids["mariadbd"] = proc.pid
 
     def ready() -> bool:
         if proc.poll() is not None:
             raise RuntimeError(f"mariadbd exited ({proc.returncode}); see {state}/log/mariadbd.log")
         return succeeds("mariadb-admin", "--no-defaults", f"--socket={sock}", "ping")
+
     wait_for("mariadbd", 60, ready)
-    run(["mariadb", "--no-defaults", f"--socket={sock}", "-e",
-         f"CREATE USER 'slurm'@'127.0.0.1' IDENTIFIED BY '{db_pass}';"
-         " GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1'; FLUSH PRIVILEGES;"])
+    run(
+        [
+            "mariadb",
+            "--no-defaults",
+            f"--socket={sock}",
+            "-e",
+            f"CREATE USER 'slurm'@'127.0.0.1' IDENTIFIED BY '{db_pass}';"
+            " GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1'; FLUSH PRIVILEGES;",
+        ]
+    )
 
 
 def start_slurm(state: Path, pids: dict[str, int], timings: dict[str, float]) -> None:
     t = time.monotonic()
-    run(["/usr/sbin/slurmdbd"])                       # each daemon forks into the background
+    run(["/usr/sbin/slurmdbd"])  # each daemon forks into the background
     pids["slurmdbd"] = read_pid(state / "run" / "slurmdbd.pid")
     wait_for("slurmdbd", 60, lambda: succeeds("sacctmgr", "-n", "list", "cluster"))
     # register the cluster before slurmctld starts, so its first connection to slurmdbd is accepted
@@ -324,6 +369,7 @@ def start_slurm(state: Path, pids: dict[str, int], timings: dict[str, float]) ->
     def node_up() -> bool:
         st = run(["sinfo", "-h", "-n", NODE, "-o", "%T"]).stdout.strip()
         return st in ("idle", "mixed", "allocated")
+
     try:
         wait_for(f"node {NODE} idle", 60, node_up)
     except TimeoutError:
@@ -340,11 +386,14 @@ def start_slurm(state: Path, pids: dict[str, int], timings: dict[str, float]) ->
 
 def add_account(account: str) -> None:
     """The plugin validates slurm_account against `sacctmgr -n -s list user <me>` (pitfall 8)."""
-    user = getpass.getuser()   # the name the plugin looks up
+    user = getpass.getuser()  # the name the plugin looks up
     run(["sacctmgr", "-i", "add", "account", account, f"Cluster={CLUSTER_NAME}", "Description=tests"])
     run(["sacctmgr", "-i", "add", "user", user, f"Account={account}", f"Cluster={CLUSTER_NAME}"])
-    wait_for(f"account {account}", 15, lambda: account in run(
-        ["sacctmgr", "-n", "-s", "list", "user", user, "format=account%64"]).stdout.split())
+    wait_for(
+        f"account {account}",
+        15,
+        lambda: account in run(["sacctmgr", "-n", "-s", "list", "user", user, "format=account%64"]).stdout.split(),
+    )
 
 
 def stop(cluster: Cluster) -> float:
@@ -362,19 +411,19 @@ def stop(cluster: Cluster) -> float:
         comm = ""
         with contextlib.suppress(FileNotFoundError):
             comm = Path(f"/proc/{pid}/comm").read_text().strip()
-        if comm != name:   # the pid was reused by something else
+        if comm != name:  # the pid was reused by something else
             log(f"pid {pid} is now {comm!r}, not {name}: not touching it")
             continue
         os.kill(pid, signal.SIGTERM)
         try:
-            wait_for(f"{name} ({pid}) to exit", 20, lambda: not pid_alive(pid))
+            wait_for(f"{name} ({pid}) to exit", 20, lambda pid=pid: not pid_alive(pid))
         except TimeoutError:
             log(f"{name} ({pid}) ignored SIGTERM for 20 s: SIGKILL")
             os.kill(pid, signal.SIGKILL)
     unlink_configs(cluster.state_dir)
-    for d in ("mysql", "mysql-run"):   # the bulk; logs stay for post-mortems
+    for d in ("mysql", "mysql-run"):  # the bulk; logs stay for post-mortems
         shutil.rmtree(cluster.state_dir / d, ignore_errors=True)
-    (cluster.state_dir / "cluster.json").unlink(missing_ok=True)   # the record of a running cluster
+    (cluster.state_dir / "cluster.json").unlink(missing_ok=True)  # the record of a running cluster
     return time.monotonic() - t
 
 
@@ -388,8 +437,9 @@ def start(state_dir: Path | None = None, partition: str = "debug", account: str 
         raise RuntimeError(f"Slurm ports already in use ({', '.join(busy)}): another cluster is running")
     state = Path(state_dir) if state_dir else Path(tempfile.mkdtemp(prefix="attnaudit-slurm-", dir="/tmp"))
     if (state / "mysql").exists() or (state / "cluster.json").exists():
-        raise RuntimeError(f"{state} holds a cluster that was not stopped: `slurm.py down --state {state}` "
-                           "or remove the directory")
+        raise RuntimeError(
+            f"{state} holds a cluster that was not stopped: `slurm.py down --state {state}` or remove the directory"
+        )
     state.mkdir(parents=True, exist_ok=True)
     # mkdtemp makes it 0700; slurmctld and mariadbd run as slurm and mysql and must traverse it
     state.chmod(0o755)
@@ -403,7 +453,7 @@ def start(state_dir: Path | None = None, partition: str = "debug", account: str 
     try:
         install_packages(state)
         timings["install"] = time.monotonic() - t0
-        for sub in ("log", "slurmctld"):     # the slurm user exists only after the install
+        for sub in ("log", "slurmctld"):  # the slurm user exists only after the install
             shutil.chown(state / sub, "slurm", "slurm")
         db_port, db_pass = free_port(), os.urandom(8).hex()
         write_configs(state, partition, db_port, db_pass)
@@ -425,9 +475,11 @@ def start(state_dir: Path | None = None, partition: str = "debug", account: str 
         raise
     timings["bring_up"] = time.monotonic() - t0
     (state / "cluster.json").write_text(cluster.to_json())
-    log(f"cluster up in {timings['bring_up']:.1f} s "
+    log(
+        f"cluster up in {timings['bring_up']:.1f} s "
         f"({', '.join(f'{k} {v:.1f}' for k, v in timings.items() if k != 'bring_up')}); "
-        f"partition={partition} account={account} state={state} pids={pids}")
+        f"partition={partition} account={account} state={state} pids={pids}"
+    )
     return cluster
 
 
@@ -445,14 +497,24 @@ def slurm_cluster(state_dir: Path | None = None, partition: str = "debug", accou
 
 # ---- sacct --------------------------------------------------------------------------------------
 
-SACCT_FIELDS = ["JobID", "JobName", "State", "Elapsed", "Partition", "Account", "Timelimit", "ReqTRES",
-                "AllocTRES", "Comment", "WorkDir"]
+SACCT_FIELDS = [
+    "JobID",
+    "JobName",
+    "State",
+    "Elapsed",
+    "Partition",
+    "Account",
+    "Timelimit",
+    "ReqTRES",
+    "AllocTRES",
+    "Comment",
+    "WorkDir",
+]
 
 
 def sacct_jobs(after_jobid: int = 0) -> list[dict[str, str]]:
     """Allocation-level sacct rows (-X) of all users with a numeric JobID > after_jobid."""
-    out = run(["sacct", "-a", "-X", "-P", "-n", "--starttime", "2000-01-01",
-               "-o", ",".join(SACCT_FIELDS)]).stdout
+    out = run(["sacct", "-a", "-X", "-P", "-n", "--starttime", "2000-01-01", "-o", ",".join(SACCT_FIELDS)]).stdout
     rows = [dict(zip(SACCT_FIELDS, line.split("|"))) for line in out.splitlines() if line.strip()]
     return [r for r in rows if r["JobID"].isdigit() and int(r["JobID"]) > after_jobid]
 
@@ -462,6 +524,7 @@ def last_jobid() -> int:
 
 
 # ---- shell entry --------------------------------------------------------------------------------
+
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])

@@ -38,8 +38,9 @@ PIPELINE_TIMEOUT = int(os.environ.get("ATTNAUDIT_SLURM_TIMEOUT", "3600"))
 
 # ---- running Snakemake ------------------------------------------------------------------------------
 
+
 def load_profile(directory: Path) -> dict:
-    for name in ("profile.yaml", "config.yaml"):   # Snakemake's lookup order
+    for name in ("profile.yaml", "config.yaml"):  # Snakemake's lookup order
         if (directory / name).is_file():
             return yaml.safe_load((directory / name).read_text()) or {}
     return {}
@@ -60,6 +61,7 @@ def as_cli(mapping: dict) -> list[str]:
             with_repr = any(_parses(t, v) for t in (int, float))
             return repr(v) if with_repr else v
         return v
+
     return [f"{k}={fmt(v)}" for k, v in mapping.items()]
 
 
@@ -83,8 +85,9 @@ def slurm_overrides(cluster: slurm.Cluster, profiles: list[Path]) -> list[str]:
     effective blocks are repeated with only partition, account and cpus_per_task changed.
     """
     eff = effective_profile(profiles)
-    defaults = dict(eff.get("default-resources") or {},
-                    slurm_partition=cluster.partition, slurm_account=cluster.account)
+    defaults = dict(
+        eff.get("default-resources") or {}, slurm_partition=cluster.partition, slurm_account=cluster.account
+    )
     per_rule = {rule: dict(res) for rule, res in (eff.get("set-resources") or {}).items()}
     # pitfall 6: a job asking for more CPUs than the node has pends forever. Capping here and not
     # with a global `--resources cpus_per_task=2`: global caps are not passed on to the Snakemake
@@ -94,20 +97,24 @@ def slurm_overrides(cluster: slurm.Cluster, profiles: list[Path]) -> list[str]:
             res["cpus_per_task"] = capped(res["cpus_per_task"], cluster.cpus)
     set_resources = [f"{rule}:{kv}" for rule, res in per_rule.items() for kv in as_cli(res)]
     return [
-        "--executor", "slurm",
-        "--default-resources", *as_cli(defaults),
+        "--executor",
+        "slurm",
+        "--default-resources",
+        *as_cli(defaults),
         *(["--set-resources", *set_resources] if set_resources else []),
-        "--max-threads", str(cluster.cpus),     # pitfall 6 again, for rules without cpus_per_task
+        "--max-threads",
+        str(cluster.cpus),  # pitfall 6 again, for rules without cpus_per_task
         # pitfall 7: first poll 10 s after a submission, not the profile's 20. A poll that finds
         # nothing finished waits 10 s longer for the next, and a trivial job takes 5-8 s here
         # (two Python starts), so a shorter first poll is slower: 7 s made each level take 24 s.
-        "--slurm-init-seconds-before-status-checks", "10",
+        "--slurm-init-seconds-before-status-checks",
+        "10",
     ]
 
 
 def job_env() -> dict[str, str]:
     """The submitting environment; Slurm jobs inherit it (the plugin submits with --export=ALL)."""
-    env = dict(os.environ)   # ATTNAUDIT_MIRROR, if set, passes through unchanged
+    env = dict(os.environ)  # ATTNAUDIT_MIRROR, if set, passes through unchanged
     # rules call `python -m attnaudit`: make that this venv's python, locally and inside the jobs
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     return env
@@ -121,8 +128,14 @@ def run_snakemake(cmd: list[str], cwd: Path, env: dict, timeout: int, log: Path)
         out.flush()
         # A shell without job control starts background commands (`pytest ... &`) with SIGINT
         # ignored, and Python then never installs its handler: give Snakemake a working SIGINT.
-        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        proc = subprocess.Popen(
+            cmd,
+            cwd=cwd,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
         try:
             rc = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -145,7 +158,7 @@ def slurm_jobs_of(output: str) -> tuple[str, set[str], list[dict[str, str]]]:
     """(run id, job ids the plugin reported from sbatch, sacct rows of that run with their rule)."""
     run_id = re.search(r"SLURM run ID: (\S+)", output).group(1)
     submitted = set(re.findall(r"submitted with SLURM jobid (\d+)", output))
-    rows = [r for r in slurm.sacct_jobs() if r["JobName"] == run_id]   # the plugin names jobs by run id
+    rows = [r for r in slurm.sacct_jobs() if r["JobName"] == run_id]  # the plugin names jobs by run id
     for r in rows:
         # the plugin's --comment is rule_<name> or rule_<name>_wildcards_<...>
         r["rule"] = re.fullmatch(r"rule_(.+?)(?:_wildcards_.*)?", r["Comment"]).group(1)
@@ -178,6 +191,7 @@ def sacct_table(rows: list[dict[str, str]]) -> str:
 
 # ---- 0. no cluster needed: profiles/default must not undo profiles/slurm ------------------------------
 
+
 def layering_problems() -> str | None:
     """Run from the repo root, `--profile profiles/slurm` also loads profiles/default, whose keys
     replace the slurm profile's key by key. Two ways that breaks the cluster run:
@@ -189,8 +203,9 @@ def layering_problems() -> str | None:
     """
     default = load_profile(REPO / "profiles" / "default")
     ours = load_profile(PROFILE)
-    problems = [f"`{key}` (replaces profiles/slurm's)" for key in ("set-resources", "default-resources")
-                if key in default]
+    problems = [
+        f"`{key}` (replaces profiles/slurm's)" for key in ("set-resources", "default-resources") if key in default
+    ]
     requested: dict[str, list] = {}
     for res in [ours.get("default-resources") or {}, *(ours.get("set-resources") or {}).values()]:
         for name, value in res.items():
@@ -198,13 +213,17 @@ def layering_problems() -> str | None:
                 requested.setdefault(name, []).append(value)
     for name, cap in (default.get("resources") or {}).items():
         if isinstance(cap, (int, float)) and any(v > cap for v in requested.get(name, [])):
-            problems.append(f"`resources: {{{name}: {cap}}}` (profiles/slurm requests up to "
-                            f"{name}={max(requested[name])}; inside the job srun asks for it, sbatch did not)")
+            problems.append(
+                f"`resources: {{{name}: {cap}}}` (profiles/slurm requests up to "
+                f"{name}={max(requested[name])}; inside the job srun asks for it, sbatch did not)"
+            )
     if not problems:
         return None
-    return ("profiles/default sets " + "; ".join(problems) + ". Move these out of profiles/default (a CPU "
-            "machine needs no gpu counter: without one a gpu=1 job still runs, and the code falls back to "
-            "the CPU), or tell cluster users to add `--workflow-profile none`.")
+    return (
+        "profiles/default sets " + "; ".join(problems) + ". Move these out of profiles/default (a CPU "
+        "machine needs no gpu counter: without one a gpu=1 job still runs, and the code falls back to "
+        "the CPU), or tell cluster users to add `--workflow-profile none`."
+    )
 
 
 def test_workflow_profile_leaves_slurm_profile_intact():
@@ -254,10 +273,16 @@ def minutes_to_timelimit(minutes: int) -> str:
 def test_profile_on_slurm(slurm_cluster, tmp_path, say):
     (tmp_path / "Snakefile").write_text(TOY_SNAKEFILE)
     env = job_env()
-    env.setdefault("ATTNAUDIT_MIRROR", f"/probe/{tmp_path.name}")   # shows the jobs see our env
+    env.setdefault("ATTNAUDIT_MIRROR", f"/probe/{tmp_path.name}")  # shows the jobs see our env
     # run in tmp_path with --workflow-profile none: no profiles/default of the repo can interfere
-    cmd = [*SNAKEMAKE, "--profile", str(PROFILE), "--workflow-profile", "none",
-           *slurm_overrides(slurm_cluster, [PROFILE])]
+    cmd = [
+        *SNAKEMAKE,
+        "--profile",
+        str(PROFILE),
+        "--workflow-profile",
+        "none",
+        *slurm_overrides(slurm_cluster, [PROFILE]),
+    ]
 
     t = time.monotonic()
     output = run_snakemake(cmd, tmp_path, env, TOY_TIMEOUT, tmp_path / "run.log")
@@ -287,16 +312,21 @@ def test_profile_on_slurm(slurm_cluster, tmp_path, say):
     t = time.monotonic()
     assert_rerun_submits_nothing(cmd, tmp_path, env, tmp_path / "rerun.log")
     rerun_s = time.monotonic() - t
-    say(f"toy workflow via Slurm {workflow_s:.1f} s ({len(rows)} jobs), rerun {rerun_s:.1f} s; "
-        f"sacct of run {run_id}:\n{sacct_table(rows)}")
+    say(
+        f"toy workflow via Slurm {workflow_s:.1f} s ({len(rows)} jobs), rerun {rerun_s:.1f} s; "
+        f"sacct of run {run_id}:\n{sacct_table(rows)}"
+    )
 
 
 # ---- 2. the real pipeline: Slurm and local runs give the same numbers --------------------------------
 
 # provenance that legitimately differs between the runs (metrics.json keys, parquet columns):
 # wall time, device, host, thread counts, versions, ...
-NOT_A_RESULT = re.compile(r"time|second|wall|elapsed|duration|date|device|host|thread|provenance|version"
-                          r"|slurm|cuda", re.IGNORECASE)
+NOT_A_RESULT = re.compile(
+    r"time|second|wall|elapsed|duration|date|device|host|thread|provenance|version"
+    r"|slurm|cuda",
+    re.IGNORECASE,
+)
 
 
 def numeric_metrics(obj, path: tuple = ()) -> dict[tuple, float]:
@@ -331,22 +361,30 @@ def test_pipeline_on_slurm_matches_local(slurm_cluster, local_pipeline, tmp_path
     config = REPO / "tests" / "config.yaml"
     env = job_env()
     if not env.get("ATTNAUDIT_MIRROR") and (REPO.parent / "shared" / "corpora").is_dir():
-        env["ATTNAUDIT_MIRROR"] = str(REPO.parent / "shared" / "corpora")   # tests/conftest.py's fallback
-    workflow_profile = REPO / "profiles" / "default"   # Snakemake loads it automatically from the repo root
-    if problem := layering_problems():    # would only fail after minutes, in srun
+        env["ATTNAUDIT_MIRROR"] = str(REPO.parent / "shared" / "corpora")  # tests/conftest.py's fallback
+    workflow_profile = REPO / "profiles" / "default"  # Snakemake loads it automatically from the repo root
+    if problem := layering_problems():  # would only fail after minutes, in srun
         pytest.fail(problem, pytrace=False)
     slurm_dir, local_dir = tmp_path / "slurm", local_pipeline
     # --replace-workflow-config: tests/config.yaml replaces config.yaml (not merged into the SST grid)
-    slurm_cmd = [*SNAKEMAKE, "--profile", "profiles/slurm", "--configfile", str(config), "--replace-workflow-config",
-                 "--directory", str(slurm_dir), *slurm_overrides(slurm_cluster, [PROFILE, workflow_profile])]
+    slurm_cmd = [
+        *SNAKEMAKE,
+        "--profile",
+        "profiles/slurm",
+        "--configfile",
+        str(config),
+        "--replace-workflow-config",
+        "--directory",
+        str(slurm_dir),
+        *slurm_overrides(slurm_cluster, [PROFILE, workflow_profile]),
+    ]
 
     t = time.monotonic()
     output = run_snakemake(slurm_cmd, REPO, env, PIPELINE_TIMEOUT, tmp_path / "slurm.log")
     slurm_s = time.monotonic() - t
 
     run_id, submitted, rows = slurm_jobs_of(output)
-    say(f"pipeline via Slurm {slurm_s:.1f} s ({len(rows)} jobs); "
-        f"sacct of run {run_id}:\n{sacct_table(rows)}")
+    say(f"pipeline via Slurm {slurm_s:.1f} s ({len(rows)} jobs); sacct of run {run_id}:\n{sacct_table(rows)}")
     assert_all_completed(submitted, rows)
     train = [r for r in rows if r["rule"] == "train"]
     assert train, "no train job was submitted"
@@ -354,7 +392,8 @@ def test_pipeline_on_slurm_matches_local(slurm_cluster, local_pipeline, tmp_path
     assert not no_gpu, (
         f"train jobs {no_gpu} asked Slurm for no GPU. profiles/slurm sets gpu: 1 for train; a key in "
         f"{workflow_profile.relative_to(REPO)} replaces the same key of profiles/slurm (e.g. "
-        "`resources: {gpu: 0}` caps every job's gpu at 0)")
+        "`resources: {gpu: 0}` caps every job's gpu at 0)"
+    )
 
     # every model's metrics: the same numbers, apart from provenance (wall time, device, ...)
     metrics = sorted(p.relative_to(slurm_dir) for p in slurm_dir.glob("results/models/**/metrics.json"))
@@ -373,7 +412,11 @@ def test_pipeline_on_slurm_matches_local(slurm_cluster, local_pipeline, tmp_path
     assert audits, "the Slurm run wrote no results/audits/**/*.parquet"
     assert audits == sorted(p.relative_to(local_dir) for p in local_dir.glob("results/audits/**/*.parquet"))
     for rel in audits:
-        pd.testing.assert_frame_equal(results_only(pd.read_parquet(slurm_dir / rel)),
-                                      results_only(pd.read_parquet(local_dir / rel)), check_exact=True, obj=str(rel))
+        pd.testing.assert_frame_equal(
+            results_only(pd.read_parquet(slurm_dir / rel)),
+            results_only(pd.read_parquet(local_dir / rel)),
+            check_exact=True,
+            obj=str(rel),
+        )
 
     assert_rerun_submits_nothing(slurm_cmd, REPO, env, tmp_path / "slurm-rerun.log")

@@ -21,8 +21,18 @@ from attnaudit.corpora.fetch import fetch_corpus, locate
 from attnaudit.corpora.registry import REGISTRY, CorpusFile, CorpusSpec, CorpusTree, get_spec
 from attnaudit.io import write_json, write_parquet
 
-__all__ = ["REGISTRY", "CorpusFile", "CorpusSpec", "CorpusTree", "add_cli", "build_corpus", "fetch_corpus", "get_spec",
-           "locate", "run"]
+__all__ = [
+    "REGISTRY",
+    "CorpusFile",
+    "CorpusSpec",
+    "CorpusTree",
+    "add_cli",
+    "build_corpus",
+    "fetch_corpus",
+    "get_spec",
+    "locate",
+    "run",
+]
 
 log = logging.getLogger(__name__)
 SPLIT_ORDER = ("train", "dev", "test", "all")
@@ -52,13 +62,22 @@ def _check(frame: pd.DataFrame, label_names: list[str], name: str) -> None:
 def counts(frame: pd.DataFrame, label_names: list[str]) -> dict[str, dict[str, int]]:
     """{split: {label name: documents}} in the order train, dev, test, all."""
     table = frame.groupby(["split", "label"]).size()
-    return {split: {label_names[i]: int(table.get((split, i), 0)) for i in range(len(label_names))}
-            for split in SPLIT_ORDER if split in set(frame["split"])}
+    return {
+        split: {label_names[i]: int(table.get((split, i), 0)) for i in range(len(label_names))}
+        for split in SPLIT_ORDER
+        if split in set(frame["split"])
+    }
 
 
-def build_corpus(name: str, *, mirror: str | Path | None = None, raw_dir: str | Path,
-                 options: dict | None = None, user_corpora: dict | None = None,
-                 seed: int = 0) -> tuple[pd.DataFrame, dict]:
+def build_corpus(
+    name: str,
+    *,
+    mirror: str | Path | None = None,
+    raw_dir: str | Path,
+    options: dict | None = None,
+    user_corpora: dict | None = None,
+    seed: int = 0,
+) -> tuple[pd.DataFrame, dict]:
     """Read corpus ``name`` (registry or ``user_corpora``) into (documents, manifest); writes nothing except
     verified raw files in ``raw_dir`` when the mirror does not hold the corpus."""
     spec = get_spec(name, user_corpora)
@@ -68,8 +87,11 @@ def build_corpus(name: str, *, mirror: str | Path | None = None, raw_dir: str | 
         root, source, files = located.root, located.source, located.files
     else:
         root, files = None, []
-        source = ({"kind": "generated", "generator": "numpy.random.default_rng(seed)"} if name == "planted"
-                  else {"kind": "user", "path": str((user_corpora or {}).get(name, {}).get("path"))})
+        source = (
+            {"kind": "generated", "generator": "numpy.random.default_rng(seed)"}
+            if name == "planted"
+            else {"kind": "user", "path": str((user_corpora or {}).get(name, {}).get("path"))}
+        )
     log.info("%s: reading documents", name)
     frame, info = spec.reader(root, opts, seed)
     label_names = list(info.pop("label_names", None) or spec.label_names)
@@ -94,12 +116,21 @@ def build_corpus(name: str, *, mirror: str | Path | None = None, raw_dir: str | 
     return frame, manifest
 
 
-def run(name: str, *, out: str | Path, manifest: str | Path, raw_dir: str | Path,
-        mirror: str | Path | None = None, options: dict | None = None, user_corpora: dict | None = None,
-        seed: int = 0) -> dict:
+def run(
+    name: str,
+    *,
+    out: str | Path,
+    manifest: str | Path,
+    raw_dir: str | Path,
+    mirror: str | Path | None = None,
+    options: dict | None = None,
+    user_corpora: dict | None = None,
+    seed: int = 0,
+) -> dict:
     """Build the corpus, then write ``out`` (documents.parquet) and ``manifest`` (JSON), each atomically."""
-    frame, meta = build_corpus(name, mirror=mirror, raw_dir=raw_dir, options=options, user_corpora=user_corpora,
-                               seed=seed)
+    frame, meta = build_corpus(
+        name, mirror=mirror, raw_dir=raw_dir, options=options, user_corpora=user_corpora, seed=seed
+    )
     write_parquet(out, frame)
     write_json(manifest, meta)
     log.info("%s: wrote %s and %s", name, out, manifest)
@@ -119,24 +150,36 @@ def _json_arg(value: str | None, flag: str) -> dict | None:
     try:
         parsed = json.loads(text)
     except json.JSONDecodeError as err:
-        raise AttnauditError(f"{flag} ({where}): invalid JSON at line {err.lineno} column {err.colno}: "
-                             f"{err.msg}") from err
+        raise AttnauditError(
+            f"{flag} ({where}): invalid JSON at line {err.lineno} column {err.colno}: {err.msg}"
+        ) from err
     if not isinstance(parsed, dict):
         raise AttnauditError(f"{flag} ({where}): expected a JSON object, found {type(parsed).__name__}")
     return parsed
 
 
 def _main(args: argparse.Namespace) -> None:
-    run(args.corpus, out=args.out, manifest=args.manifest, raw_dir=args.raw_dir, mirror=args.mirror,
-        options=_json_arg(args.options, "--options"), user_corpora=_json_arg(args.user_corpora, "--user-corpora"),
-        seed=args.seed)
+    run(
+        args.corpus,
+        out=args.out,
+        manifest=args.manifest,
+        raw_dir=args.raw_dir,
+        mirror=args.mirror,
+        options=_json_arg(args.options, "--options"),
+        user_corpora=_json_arg(args.user_corpora, "--user-corpora"),
+        seed=args.seed,
+    )
 
 
 def add_cli(subparsers) -> argparse.ArgumentParser:
     """Add ``corpora``: ``--corpus NAME --out PARQUET --manifest JSON --raw-dir DIR [--mirror DIR]
     [--options JSON] [--user-corpora JSON] [--seed INT]``."""
-    p = subparsers.add_parser("corpora", help="raw corpus → verified documents.parquet + manifest.json",
-                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = subparsers.add_parser(
+        "corpora",
+        help="raw corpus → verified documents.parquet + manifest.json",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--corpus", required=True, help=f"built-in ({', '.join(REGISTRY)}) or a user corpus name")
     p.add_argument("--out", required=True, help="documents.parquet to write")
     p.add_argument("--manifest", required=True, help="manifest.json to write")

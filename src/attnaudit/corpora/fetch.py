@@ -73,8 +73,12 @@ def fetch_corpus(spec: CorpusSpec, mirror: Path | None, raw_dir: Path) -> Locate
     raw_dir.mkdir(parents=True, exist_ok=True)
     log.info("%s: mirror %s does not hold every file; using %s", spec.name, mirror_dir, raw_dir)
     records = [_obtain(item, raw_dir, mirror_dir) for item in spec.files]
-    source = {"kind": "raw_dir", "path": str(raw_dir), "mirror_searched": str(mirror_dir) if mirror_dir else None,
-              "urls": urls}
+    source = {
+        "kind": "raw_dir",
+        "path": str(raw_dir),
+        "mirror_searched": str(mirror_dir) if mirror_dir else None,
+        "urls": urls,
+    }
     return Located(raw_dir, source, records)
 
 
@@ -93,8 +97,10 @@ def verify_file(path: Path, expected: str) -> str:
     """sha256 of ``path``; raise naming the file and both hashes if it is not ``expected``."""
     actual = sha256_file(path)
     if actual != expected.lower():
-        raise AttnauditError(f"{path}: sha256 mismatch: expected {expected}, actual {actual} "
-                             "(corrupt or altered file; replace it with the official one)")
+        raise AttnauditError(
+            f"{path}: sha256 mismatch: expected {expected}, actual {actual} "
+            "(corrupt or altered file; replace it with the official one)"
+        )
     return actual
 
 
@@ -116,19 +122,28 @@ def verify_tree(tree: CorpusTree, folder: Path) -> dict:
         with open(path, "rb") as handle:
             actual = hashlib.file_digest(handle, "sha256").hexdigest()
         if actual != expected:
-            raise AttnauditError(f"{path}: sha256 mismatch: expected {expected} (from {sums}:{line_no}), "
-                                 f"actual {actual}")
+            raise AttnauditError(
+                f"{path}: sha256 mismatch: expected {expected} (from {sums}:{line_no}), actual {actual}"
+            )
         n += 1
-    return {"path": tree.sums, "sha256": tree.sums_sha256, "files_verified": n,
-            "verified": "SHA256SUMS list (pinned sha256) and every listed file"}
+    return {
+        "path": tree.sums,
+        "sha256": tree.sums_sha256,
+        "files_verified": n,
+        "verified": "SHA256SUMS list (pinned sha256) and every listed file",
+    }
 
 
 def _verify_item(item: CorpusFile | CorpusTree, folder: Path) -> dict:
     if isinstance(item, CorpusTree):
         return verify_tree(item, folder)
     path = folder / item.path
-    return {"path": item.path, "sha256": verify_file(path, item.sha256), "bytes": path.stat().st_size,
-            "verified": "pinned sha256"}
+    return {
+        "path": item.path,
+        "sha256": verify_file(path, item.sha256),
+        "bytes": path.stat().st_size,
+        "verified": "pinned sha256",
+    }
 
 
 # --- obtaining files in raw_dir -----------------------------------------------------------------------------
@@ -161,15 +176,21 @@ def _obtain_tree(tree: CorpusTree, raw_dir: Path, mirror_dir: Path | None) -> di
     dest = raw_dir / tree.root
     marker = dest / VERIFIED_MARKER
     if dest.exists() and not marker.is_file():
-        raise AttnauditError(f"{dest} exists but was not extracted from a verified archive by attnaudit "
-                             f"(no {VERIFIED_MARKER}); delete it and rerun")
+        raise AttnauditError(
+            f"{dest} exists but was not extracted from a verified archive by attnaudit "
+            f"(no {VERIFIED_MARKER}); delete it and rerun"
+        )
     if not dest.exists():
         archive = _obtain(tree.archive, raw_dir, mirror_dir)
         extract(raw_dir / tree.archive.path, raw_dir, tree)
     else:
         archive = json.loads(marker.read_text())
-    return {"path": tree.root, "archive": tree.archive.path, "sha256": archive["sha256"],
-            "verified": "official archive's pinned sha256, then extracted"}
+    return {
+        "path": tree.root,
+        "archive": tree.archive.path,
+        "sha256": archive["sha256"],
+        "verified": "official archive's pinned sha256, then extracted",
+    }
 
 
 def download(item: CorpusFile, dest: Path, mirror_dir: Path | None = None) -> None:
@@ -185,8 +206,10 @@ def download(item: CorpusFile, dest: Path, mirror_dir: Path | None = None) -> No
                 log.info("downloading %s (try %d/%d)", url, attempt, TRIES)
                 digest = _download_once(url, Path(tmp))
                 if digest != item.sha256:
-                    raise AttnauditError(f"{url}: sha256 mismatch for {dest.name}: expected {item.sha256}, "
-                                         f"actual {digest}; nothing was written to {dest}")
+                    raise AttnauditError(
+                        f"{url}: sha256 mismatch for {dest.name}: expected {item.sha256}, "
+                        f"actual {digest}; nothing was written to {dest}"
+                    )
                 os.replace(tmp, dest)
                 return
             except urllib.error.HTTPError as err:
@@ -199,12 +222,16 @@ def download(item: CorpusFile, dest: Path, mirror_dir: Path | None = None) -> No
                 Path(tmp).unlink(missing_ok=True)
             if attempt < TRIES:
                 time.sleep(BACKOFF_SECONDS * 2 ** (attempt - 1))
-    searched = (f"not in the mirror folder {mirror_dir}" if mirror_dir is not None
-                else f"no mirror given (pass --mirror or set {MIRROR_ENV})")
+    searched = (
+        f"not in the mirror folder {mirror_dir}"
+        if mirror_dir is not None
+        else f"no mirror given (pass --mirror or set {MIRROR_ENV})"
+    )
     raise AttnauditError(
         f"{dest.name} is missing: {searched}, and downloading it from {', '.join(item.urls)} failed "
         f"({'; '.join(dict.fromkeys(errors)) or 'no URL'}). Place the official file (sha256 {item.sha256}) at "
-        f"{dest} or in the mirror.")
+        f"{dest} or in the mirror."
+    )
 
 
 def _download_once(url: str, tmp: Path) -> str:

@@ -13,8 +13,9 @@ import json
 import logging
 import re
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -89,8 +90,7 @@ def read_sst(root: Path) -> tuple[pd.DataFrame, dict]:
                 if sentiment == 2:
                     dropped[split] += 1
                     continue
-                rows.append({"id": f"sst-{split}-{i:05d}", "split": split,
-                             "label": int(sentiment >= 3), "text": text})
+                rows.append({"id": f"sst-{split}-{i:05d}", "split": split, "label": int(sentiment >= 3), "text": text})
     return _frame(rows), {"dropped_neutral": dropped}
 
 
@@ -121,8 +121,9 @@ def read_imdb(root: Path) -> tuple[pd.DataFrame, dict]:
                 raise AttnauditError(f"{folder}: no review files (expected aclImdb/{split}/{polarity}/*.txt)")
             for path in files:
                 text = _BR.sub(" ", path.read_text(encoding="utf-8"))
-                rows.append({"id": f"imdb-{split}-{polarity}-{path.stem}", "split": split,
-                             "label": label, "text": text})
+                rows.append(
+                    {"id": f"imdb-{split}-{polarity}-{path.stem}", "split": split, "label": label, "text": text}
+                )
     return _frame(rows), {"br_tags": "replaced by a space"}
 
 
@@ -137,25 +138,39 @@ def read_20news(root: Path) -> tuple[pd.DataFrame, dict]:
     Read as latin-1 and stripped of headers, footers and quotes exactly as scikit-learn's
     ``fetch_20newsgroups(subset="all", remove=("headers", "footers", "quotes"))`` does.
     """
-    from sklearn.datasets._twenty_newsgroups import (strip_newsgroup_footer, strip_newsgroup_header,
-                                                      strip_newsgroup_quoting)
+    from sklearn.datasets._twenty_newsgroups import (
+        strip_newsgroup_footer,
+        strip_newsgroup_header,
+        strip_newsgroup_quoting,
+    )
 
     base = root / "20news-bydate"
     rows, per_source = [], {}
     for source in ("train", "test"):
         for label, group in enumerate(NEWSGROUPS):
             folder = base / f"20news-bydate-{source}" / group
-            files = sorted((p for p in folder.iterdir() if p.is_file()),
-                           key=lambda p: (int(p.name) if p.name.isdigit() else -1, p.name)) \
-                if folder.is_dir() else []
+            files = (
+                sorted(
+                    (p for p in folder.iterdir() if p.is_file()),
+                    key=lambda p: (int(p.name) if p.name.isdigit() else -1, p.name),
+                )
+                if folder.is_dir()
+                else []
+            )
             if not files:
                 raise AttnauditError(f"{folder}: no messages (expected 20news-bydate-{source}/{group}/<id>)")
             per_source[f"{source}/{group}"] = len(files)
             for path in files:
                 text = path.read_bytes().decode("latin-1")
                 text = strip_newsgroup_quoting(strip_newsgroup_footer(strip_newsgroup_header(text)))
-                rows.append({"id": f"20news-{source}-{group.rsplit('.', 1)[1]}-{path.name}", "split": "all",
-                             "label": label, "text": text})
+                rows.append(
+                    {
+                        "id": f"20news-{source}-{group.rsplit('.', 1)[1]}-{path.name}",
+                        "split": "all",
+                        "label": label,
+                        "text": text,
+                    }
+                )
     return _frame(rows), {"bydate_files": per_source, "removed": ["headers", "footers", "quotes"]}
 
 
@@ -169,14 +184,14 @@ def decode_file(path: Path, encoding: str = "utf-8") -> str:
         return data.decode("utf-8-sig" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding)
     except UnicodeDecodeError as err:
         line = data[: err.start].count(b"\n") + 1
-        raise AttnauditError(f"{path}:{line}: cannot decode as {encoding} ({err.reason}); "
-                             "set the corpus's 'encoding' (e.g. latin-1)") from err
+        raise AttnauditError(
+            f"{path}:{line}: cannot decode as {encoding} ({err.reason}); set the corpus's 'encoding' (e.g. latin-1)"
+        ) from err
     except LookupError as err:
         raise AttnauditError(f"{path}: unknown encoding {encoding!r}") from err
 
 
-def csv_records(path: Path, encoding: str = "utf-8", n_fields: int | None = None
-                ) -> Iterator[tuple[int, list[str]]]:
+def csv_records(path: Path, encoding: str = "utf-8", n_fields: int | None = None) -> Iterator[tuple[int, list[str]]]:
     """Yield ``(first line number, fields)`` per CSV record; malformed rows raise with the 1-based line.
 
     ``n_fields``: required field count (default: the first record's count, i.e. the header's).
@@ -194,8 +209,9 @@ def csv_records(path: Path, encoding: str = "utf-8", n_fields: int | None = None
         if n_fields is None:
             n_fields = len(fields)
         if fields and len(fields) != n_fields:
-            raise AttnauditError(f"{path}:{start}: expected {n_fields} fields, found {len(fields)}: "
-                                 f"{','.join(fields)[:80]!r}")
+            raise AttnauditError(
+                f"{path}:{start}: expected {n_fields} fields, found {len(fields)}: {','.join(fields)[:80]!r}"
+            )
         if fields:  # blank lines are not records
             yield start, fields
         start = reader.line_num + 1
@@ -223,8 +239,14 @@ def read_agnews_csv(path: Path, split: str) -> tuple[list[dict], int]:
         if cls not in AGNEWS_CLASSES:
             dropped += 1
             continue
-        rows.append({"id": f"agnews-{split}-{n:06d}", "split": split, "label": AGNEWS_CLASSES[cls],
-                     "text": agnews_text(title, description)})
+        rows.append(
+            {
+                "id": f"agnews-{split}-{n:06d}",
+                "split": split,
+                "label": AGNEWS_CLASSES[cls],
+                "text": agnews_text(title, description),
+            }
+        )
     return rows, dropped
 
 
@@ -251,16 +273,23 @@ def read_adr(root: Path) -> tuple[pd.DataFrame, dict]:
     rows = []
     for n, (line, (text, label, split)) in enumerate(records):
         if label not in ("0", "1") or split not in ("train", "test"):
-            raise AttnauditError(f"{path}:{line}: expected label 0/1 and exp_split train/test, "
-                                 f"found {label!r}, {split!r}")
+            raise AttnauditError(
+                f"{path}:{line}: expected label 0/1 and exp_split train/test, found {label!r}, {split!r}"
+            )
         rows.append({"id": f"adr-{split}-{n:05d}", "split": split, "label": int(label), "text": text})
     return _frame(rows), {}
 
 
 # --- planted-token synthetic corpus -------------------------------------------------------------------------
 
-PLANTED_OPTIONS = {"n_examples": 2000, "min_len": 8, "max_len": 30, "vocab_size": 500,
-                   "n_marker_words": 5, "max_markers": 2}
+PLANTED_OPTIONS = {
+    "n_examples": 2000,
+    "min_len": 8,
+    "max_len": 30,
+    "vocab_size": 500,
+    "n_marker_words": 5,
+    "max_markers": 2,
+}
 _CONSONANTS, _VOWELS = "bdfgklmnprstvz", "aeiou"
 _MARKER_STEMS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet")
 
@@ -270,8 +299,8 @@ def planted_vocabulary(size: int) -> list[str]:
     letters only, since the tokeniser maps any token with a digit to ``qqq``)."""
     syllables = [c + v for c in _CONSONANTS for v in _VOWELS]
     n = len(syllables)
-    if not 1 <= size <= n ** 3:
-        raise AttnauditError(f"planted option vocab_size must be in 1..{n ** 3}, got {size}")
+    if not 1 <= size <= n**3:
+        raise AttnauditError(f"planted option vocab_size must be in 1..{n**3}, got {size}")
     return [syllables[i // n // n] + syllables[i // n % n] + syllables[i % n] for i in range(size)]
 
 
@@ -283,9 +312,15 @@ def planted_markers(n: int) -> tuple[list[str], list[str]]:
     return [f"neg{s}" for s in _MARKER_STEMS[:n]], [f"pos{s}" for s in _MARKER_STEMS[:n]]
 
 
-def generate_planted(seed: int, n_examples: int = 2000, min_len: int = 8, max_len: int = 30,
-                     vocab_size: int = 500, n_marker_words: int = 5, max_markers: int = 2
-                     ) -> tuple[pd.DataFrame, dict]:
+def generate_planted(
+    seed: int,
+    n_examples: int = 2000,
+    min_len: int = 8,
+    max_len: int = 30,
+    vocab_size: int = 500,
+    n_marker_words: int = 5,
+    max_markers: int = 2,
+) -> tuple[pd.DataFrame, dict]:
     """Synthetic corpus whose label is decided by known tokens (GUIDE §5), from ``numpy.random.default_rng(seed)``.
 
     Balanced labels; each document has a length uniform in [min_len, max_len] words, of which 1..max_markers
@@ -311,17 +346,36 @@ def generate_planted(seed: int, n_examples: int = 2000, min_len: int = 8, max_le
         words = [vocab[j] for j in rng.integers(0, len(vocab), size=length)]
         for position, m in zip(positions, rng.integers(0, len(markers[label]), size=k)):
             words[position] = markers[label][m]
-        rows.append({"id": f"planted-{i:05d}", "split": "all", "label": int(label), "text": " ".join(words),
-                     "important": positions})
-    info = {"marker_words": {"0": markers[0], "1": markers[1]},
-            "filler_vocabulary": f"first {vocab_size} of bababa, babade, ... (consonant-vowel x3)"}
+        rows.append(
+            {
+                "id": f"planted-{i:05d}",
+                "split": "all",
+                "label": int(label),
+                "text": " ".join(words),
+                "important": positions,
+            }
+        )
+    info = {
+        "marker_words": {"0": markers[0], "1": markers[1]},
+        "filler_vocabulary": f"first {vocab_size} of bababa, babade, ... (consonant-vowel x3)",
+    }
     return _frame(rows, extra=("important",)), info
 
 
 # --- user corpora -------------------------------------------------------------------------------------------
 
-USER_KEYS = {"path", "format", "text_column", "label_column", "split_column", "id_column", "label_names",
-             "encoding", "description", "defaults"}
+USER_KEYS = {
+    "path",
+    "format",
+    "text_column",
+    "label_column",
+    "split_column",
+    "id_column",
+    "label_names",
+    "encoding",
+    "description",
+    "defaults",
+}
 USER_REQUIRED = ("path", "format", "text_column", "label_column")
 
 
@@ -418,8 +472,10 @@ def read_user(name: str, config: dict) -> tuple[pd.DataFrame, dict]:
         if split_col is not None:
             split = str(record[split_col]).strip()
             if split not in SPLITS:
-                raise AttnauditError(f"{at}: column {split_col!r} has {record[split_col]!r}; "
-                                     "expected one of train/dev/test (or omit split_column)")
+                raise AttnauditError(
+                    f"{at}: column {split_col!r} has {record[split_col]!r}; "
+                    "expected one of train/dev/test (or omit split_column)"
+                )
         texts.append(text or "")
         values.append(label.strip() if isinstance(label, str) else label)
         splits.append(split)
@@ -431,13 +487,21 @@ def read_user(name: str, config: dict) -> tuple[pd.DataFrame, dict]:
         dupes = sorted(pd.Series(ids)[pd.Series(ids).duplicated()].unique())[:5]
         raise AttnauditError(f"{path}: id_column {id_col!r} has duplicate ids, e.g. {dupes}")
     label_names, labels = _label_mapping(values, config.get("label_names"), where)
-    frame = _frame([{"id": i, "split": s, "label": lab, "text": t}
-                    for i, s, lab, t in zip(ids, splits, labels, texts)])
+    frame = _frame([{"id": i, "split": s, "label": lab, "text": t} for i, s, lab, t in zip(ids, splits, labels, texts)])
     mapping = {}
     for value, label in zip(values, labels):
         mapping.setdefault(str(value), label)
-    info = {"label_names": label_names, "label_mapping": mapping,
-            "files": [{"path": str(path.resolve()), "sha256": sha256_file(path), "bytes": path.stat().st_size,
-                       "verified": "recorded (user corpus, no pinned checksum)"}]}
+    info = {
+        "label_names": label_names,
+        "label_mapping": mapping,
+        "files": [
+            {
+                "path": str(path.resolve()),
+                "sha256": sha256_file(path),
+                "bytes": path.stat().st_size,
+                "verified": "recorded (user corpus, no pinned checksum)",
+            }
+        ],
+    }
     log.info("user corpus %s: %d documents from %s", name, len(frame), path)
     return frame, info

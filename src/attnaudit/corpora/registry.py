@@ -7,9 +7,10 @@ URLs, sizes and checksums are those of ``shared/corpora/MANIFEST.md``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pandas as pd
 
@@ -64,11 +65,23 @@ class CorpusSpec:
     options: dict[str, Any] = field(default_factory=dict)
 
 
-def _defaults(min_count: int, *, max_tokens: int | None = None, dev_fraction: float | None = None,
-              test_fraction: float | None = None, test_sample: float | None = None,
-              class_weighting: bool = False) -> dict[str, Any]:
-    return {"min_count": min_count, "max_tokens": max_tokens, "dev_fraction": dev_fraction,
-            "test_fraction": test_fraction, "test_sample": test_sample, "class_weighting": class_weighting}
+def _defaults(
+    min_count: int,
+    *,
+    max_tokens: int | None = None,
+    dev_fraction: float | None = None,
+    test_fraction: float | None = None,
+    test_sample: float | None = None,
+    class_weighting: bool = False,
+) -> dict[str, Any]:
+    return {
+        "min_count": min_count,
+        "max_tokens": max_tokens,
+        "dev_fraction": dev_fraction,
+        "test_fraction": test_fraction,
+        "test_sample": test_sample,
+        "class_weighting": class_weighting,
+    }
 
 
 def _files_only(read: Callable[[Path], tuple[pd.DataFrame, dict]]) -> Reader:
@@ -82,11 +95,15 @@ REGISTRY: dict[str, CorpusSpec] = {
             name="sst",
             description="Stanford Sentiment Treebank, binary sentence-level sentiment without neutral (J&W §3)",
             citation="Socher et al., Recursive Deep Models for Semantic Compositionality Over a Sentiment "
-                     "Treebank, EMNLP 2013",
+            "Treebank, EMNLP 2013",
             mirror_dir="sst",
-            files=(CorpusFile("trainDevTestTrees_PTB.zip",
-                              ("https://nlp.stanford.edu/sentiment/trainDevTestTrees_PTB.zip",),
-                              "5c613a4f673fc74097d523a2c83f38e0cc462984d847b82c7aaf36b01cbbbfcc"),),
+            files=(
+                CorpusFile(
+                    "trainDevTestTrees_PTB.zip",
+                    ("https://nlp.stanford.edu/sentiment/trainDevTestTrees_PTB.zip",),
+                    "5c613a4f673fc74097d523a2c83f38e0cc462984d847b82c7aaf36b01cbbbfcc",
+                ),
+            ),
             reader=_files_only(readers.read_sst),
             label_names=("negative", "positive"),
             defaults=_defaults(1),
@@ -96,13 +113,19 @@ REGISTRY: dict[str, CorpusSpec] = {
             description="IMDB Large Movie Review Dataset v1.0, positive vs negative (J&W §3)",
             citation="Maas et al., Learning Word Vectors for Sentiment Analysis, ACL 2011",
             mirror_dir="imdb",
-            files=(CorpusTree(
-                root="aclImdb", sums="SHA256SUMS",
-                sums_sha256="ecc885c6bb64d630469e43f8f0a90f827d779192bb03bc5ccab2a48d8457a236",
-                archive=CorpusFile("aclImdb_v1.tar.gz",
-                                   ("https://ai.stanford.edu/~amaas/data/sentiment/aclImdb_v1.tar.gz",),
-                                   "c40f74a18d3b61f90feba1e17730e0d38e8b97c05fde7008942e91923d1658fe"),
-                archive_prefix="aclImdb"),),
+            files=(
+                CorpusTree(
+                    root="aclImdb",
+                    sums="SHA256SUMS",
+                    sums_sha256="ecc885c6bb64d630469e43f8f0a90f827d779192bb03bc5ccab2a48d8457a236",
+                    archive=CorpusFile(
+                        "aclImdb_v1.tar.gz",
+                        ("https://ai.stanford.edu/~amaas/data/sentiment/aclImdb_v1.tar.gz",),
+                        "c40f74a18d3b61f90feba1e17730e0d38e8b97c05fde7008942e91923d1658fe",
+                    ),
+                    archive_prefix="aclImdb",
+                ),
+            ),
             reader=_files_only(readers.read_imdb),
             label_names=("negative", "positive"),
             defaults=_defaults(10, max_tokens=400, dev_fraction=0.2, test_sample=0.2),
@@ -112,14 +135,22 @@ REGISTRY: dict[str, CorpusSpec] = {
             description="20 Newsgroups (bydate), rec.sport.baseball vs rec.sport.hockey, pooled (J&W §3)",
             citation="Lang, NewsWeeder: Learning to Filter Netnews, ICML 1995 (bydate version by J. Rennie)",
             mirror_dir="20newsgroups",
-            files=(CorpusTree(
-                root="20news-bydate", sums="SHA256SUMS",
-                sums_sha256="f7c1182b55b6bb10798cfcec04356953dfd9bf4dea609d716bfb5289dc12ade4",
-                # the sha256 is scikit-learn's pin for its figshare copy of the bydate tarball
-                archive=CorpusFile("20news-bydate.tar.gz",
-                                   ("https://ndownloader.figshare.com/files/5975967",
-                                    "http://qwone.com/~jason/20Newsgroups/20news-bydate.tar.gz"),
-                                   "8f1b2514ca22a5ade8fbb9cfa5727df95fa587f4c87b786e15c759fa66d95610")),),
+            files=(
+                CorpusTree(
+                    root="20news-bydate",
+                    sums="SHA256SUMS",
+                    sums_sha256="f7c1182b55b6bb10798cfcec04356953dfd9bf4dea609d716bfb5289dc12ade4",
+                    # the sha256 is scikit-learn's pin for its figshare copy of the bydate tarball
+                    archive=CorpusFile(
+                        "20news-bydate.tar.gz",
+                        (
+                            "https://ndownloader.figshare.com/files/5975967",
+                            "http://qwone.com/~jason/20Newsgroups/20news-bydate.tar.gz",
+                        ),
+                        "8f1b2514ca22a5ade8fbb9cfa5727df95fa587f4c87b786e15c759fa66d95610",
+                    ),
+                ),
+            ),
             reader=_files_only(readers.read_20news),
             label_names=("baseball", "hockey"),
             defaults=_defaults(2, dev_fraction=0.2, test_fraction=0.2),
@@ -127,15 +158,19 @@ REGISTRY: dict[str, CorpusSpec] = {
         CorpusSpec(
             name="agnews",
             description="AG News, World vs Business (J&W §3)",
-            citation="Zhang, Zhao & LeCun, Character-level Convolutional Networks for Text Classification, "
-                     "NIPS 2015",
+            citation="Zhang, Zhao & LeCun, Character-level Convolutional Networks for Text Classification, NIPS 2015",
             mirror_dir="ag_news",
-            files=tuple(CorpusFile(f"ag_news_csv/{name}",
-                                   (f"https://raw.githubusercontent.com/mhjabreel/CharCnn_Keras/master/data/"
-                                    f"ag_news_csv/{name}",), sha)
-                        for name, sha in [
-                            ("train.csv", "76a0a2d2f92b286371fe4d4044640910a04a803fdd2538e0f3f29a5c6f6b672e"),
-                            ("test.csv", "521465c2428ed7f02f8d6db6ffdd4b5447c1c701962353eb2c40d548c3c85699")]),
+            files=tuple(
+                CorpusFile(
+                    f"ag_news_csv/{name}",
+                    (f"https://raw.githubusercontent.com/mhjabreel/CharCnn_Keras/master/data/ag_news_csv/{name}",),
+                    sha,
+                )
+                for name, sha in [
+                    ("train.csv", "76a0a2d2f92b286371fe4d4044640910a04a803fdd2538e0f3f29a5c6f6b672e"),
+                    ("test.csv", "521465c2428ed7f02f8d6db6ffdd4b5447c1c701962353eb2c40d548c3c85699"),
+                ]
+            ),
             reader=_files_only(readers.read_agnews),
             label_names=("world", "business"),
             defaults=_defaults(5, dev_fraction=0.15),
@@ -145,10 +180,16 @@ REGISTRY: dict[str, CorpusSpec] = {
             description="Twitter adverse drug reactions, as preprocessed by Jain & Wallace (2019)",
             citation="Nikfarjam et al., Pharmacovigilance from social media, JAMIA 2015",
             mirror_dir="twitter_adr",
-            files=(CorpusFile("adr_dataset.csv",
-                              ("https://raw.githubusercontent.com/successar/AttentionExplanation/"
-                               "c6fb074cc0baa8be5385dab3322e2d8ce3996c42/preprocess/Tweets/adr_dataset.csv",),
-                              "5291e972cba82c400ff4f57db5141b93014f949429b680c40b9624d8bb8c41d7"),),
+            files=(
+                CorpusFile(
+                    "adr_dataset.csv",
+                    (
+                        "https://raw.githubusercontent.com/successar/AttentionExplanation/"
+                        "c6fb074cc0baa8be5385dab3322e2d8ce3996c42/preprocess/Tweets/adr_dataset.csv",
+                    ),
+                    "5291e972cba82c400ff4f57db5141b93014f949429b680c40b9624d8bb8c41d7",
+                ),
+            ),
             reader=_files_only(readers.read_adr),
             label_names=("no_adr", "adr"),
             defaults=_defaults(2, dev_fraction=0.15, class_weighting=True),
@@ -176,8 +217,9 @@ def user_spec(name: str, config: Any) -> CorpusSpec:
         raise AttnauditError(f"user_corpora.{name}: expected a mapping with keys {sorted(readers.USER_KEYS)}")
     unknown = set(config) - readers.USER_KEYS
     if unknown:
-        raise AttnauditError(f"user_corpora.{name}: unknown key(s) {sorted(unknown)}; "
-                             f"valid keys are {sorted(readers.USER_KEYS)}")
+        raise AttnauditError(
+            f"user_corpora.{name}: unknown key(s) {sorted(unknown)}; valid keys are {sorted(readers.USER_KEYS)}"
+        )
     missing = [k for k in readers.USER_REQUIRED if not config.get(k)]
     if missing:
         raise AttnauditError(f"user_corpora.{name}: missing required key(s) {missing}")
@@ -186,8 +228,10 @@ def user_spec(name: str, config: Any) -> CorpusSpec:
     extra = config.get("defaults") or {}
     base = _defaults(1, dev_fraction=0.2, test_fraction=0.2)
     if set(extra) - set(base):
-        raise AttnauditError(f"user_corpora.{name}.defaults: unknown key(s) {sorted(set(extra) - set(base))}; "
-                             f"valid keys are {sorted(base)}")
+        raise AttnauditError(
+            f"user_corpora.{name}.defaults: unknown key(s) {sorted(set(extra) - set(base))}; "
+            f"valid keys are {sorted(base)}"
+        )
     return CorpusSpec(
         name=name,
         description=config.get("description") or f"user corpus {config['path']}",

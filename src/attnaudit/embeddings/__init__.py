@@ -20,8 +20,16 @@ from attnaudit.io import atomic_path, write_json
 
 log = logging.getLogger(__name__)
 
-DEFAULTS = {"method": "word2vec", "dim": 300, "window": 5, "min_count": 1, "epochs": 30, "sg": 1,
-            "pretrained": None, "binary": False}
+DEFAULTS = {
+    "method": "word2vec",
+    "dim": 300,
+    "window": 5,
+    "min_count": 1,
+    "epochs": 30,
+    "sg": 1,
+    "pretrained": None,
+    "binary": False,
+}
 
 
 def train_vectors(sentences: list[list[str]], options: dict, seed: int):
@@ -31,9 +39,16 @@ def train_vectors(sentences: list[list[str]], options: dict, seed: int):
     cls = {"word2vec": Word2Vec, "fasttext": FastText}.get(options["method"])
     if cls is None:
         raise AttnauditError(f"embeddings.method must be 'word2vec' or 'fasttext', got {options['method']!r}")
-    model = cls(sentences=sentences, vector_size=options["dim"], window=options["window"],
-                min_count=options["min_count"], sg=options["sg"], epochs=options["epochs"], seed=seed,
-                workers=1)
+    model = cls(
+        sentences=sentences,
+        vector_size=options["dim"],
+        window=options["window"],
+        min_count=options["min_count"],
+        sg=options["sg"],
+        epochs=options["epochs"],
+        seed=seed,
+        workers=1,
+    )
     return model.wv
 
 
@@ -45,8 +60,9 @@ def load_pretrained(path: str, binary: bool):
     try:
         return KeyedVectors.load_word2vec_format(path, binary=binary, unicode_errors="ignore")
     except (ValueError, UnicodeDecodeError, EOFError) as err:
-        raise AttnauditError(f"embeddings.pretrained: {path} is not a word2vec {'binary' if binary else 'text'} "
-                             f"vectors file ({err})") from err
+        raise AttnauditError(
+            f"embeddings.pretrained: {path} is not a word2vec {'binary' if binary else 'text'} vectors file ({err})"
+        ) from err
 
 
 def aligned_matrix(vectors, vocab: dict[str, int], dim: int, seed: int) -> tuple[np.ndarray, dict]:
@@ -71,19 +87,21 @@ def run(dataset_dir: str, out_dir: str, options: dict, seed: int) -> dict:
     if options["pretrained"]:
         vectors = load_pretrained(options["pretrained"], options["binary"])
     else:
-        vectors = train_vectors(examples.loc[examples["split"] == "train", "tokens"].map(list).tolist(),
-                                options, seed)
+        vectors = train_vectors(examples.loc[examples["split"] == "train", "tokens"].map(list).tolist(), options, seed)
     matrix, coverage = aligned_matrix(vectors, vocab, options["dim"], seed)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     with atomic_path(out / "vectors.kv") as tmp:
         vectors.save(str(tmp), separately=[])  # one file, so the rename is atomic
-    with atomic_path(out / "matrix.npy") as tmp:
-        with open(tmp, "wb") as handle:
-            np.save(handle, matrix)
+    with atomic_path(out / "matrix.npy") as tmp, open(tmp, "wb") as handle:
+        np.save(handle, matrix)
     write_json(out / "coverage.json", {**coverage, "options": options, "seed": seed})
-    log.info("embeddings: %d/%d vocabulary words covered (%.1f%%)", coverage["found"], coverage["vocab_size"],
-             100 * coverage["coverage"])
+    log.info(
+        "embeddings: %d/%d vocabulary words covered (%.1f%%)",
+        coverage["found"],
+        coverage["vocab_size"],
+        100 * coverage["coverage"],
+    )
     return coverage
 
 

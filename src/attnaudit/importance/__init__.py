@@ -17,7 +17,7 @@ import torch
 from attnaudit import AttnauditError
 from attnaudit.models import AttentionClassifier, Batch
 
-METHODS: dict[str, type["ImportanceMethod"]] = {}
+METHODS: dict[str, type[ImportanceMethod]] = {}
 
 
 class ImportanceMethod:

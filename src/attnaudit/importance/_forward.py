@@ -16,7 +16,7 @@ For two classes ``prob`` and ``margin`` rank tokens identically for gradient L2,
 from __future__ import annotations
 
 import contextlib
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import torch
 
@@ -63,8 +63,7 @@ def gradient_mode() -> Iterator[None]:
         yield
 
 
-def captum_on_embeddings(captum_cls, model: AttentionClassifier, batch: Batch, output: str, **kwargs
-                         ) -> torch.Tensor:
+def captum_on_embeddings(captum_cls, model: AttentionClassifier, batch: Batch, output: str, **kwargs) -> torch.Tensor:
     """Run a Captum gradient method on the word embeddings for the predicted class: ``[B, T, d]``, detached."""
     from attnaudit.importance import predicted_class
 
@@ -72,7 +71,8 @@ def captum_on_embeddings(captum_cls, model: AttentionClassifier, batch: Batch, o
     with gradient_mode():
         embedded = model.embed(batch).detach().requires_grad_(True)
         attributions = captum_cls(embedding_forward(model, output)).attribute(
-            embedded, target=target, additional_forward_args=(batch.tokens, batch.mask), **kwargs)
+            embedded, target=target, additional_forward_args=(batch.tokens, batch.mask), **kwargs
+        )
     return attributions.detach()
 
 

@@ -32,9 +32,17 @@ class IntegratedGradients(ImportanceMethod):
     signed = True
     citation = "Bastings & Filippova 2020, §3.1 Eq. 4 (Sundararajan et al. 2017)"
 
-    def __init__(self, n_steps: int = 50, baseline: str = "zeros", method: str = "gausslegendre",
-                 internal_batch_size: int = 2048, delta_tolerance: float = 0.01, output: str = "prob",
-                 unk_index: int = 1, max_elements: int = 1 << 25):
+    def __init__(
+        self,
+        n_steps: int = 50,
+        baseline: str = "zeros",
+        method: str = "gausslegendre",
+        internal_batch_size: int = 2048,
+        delta_tolerance: float = 0.01,
+        output: str = "prob",
+        unk_index: int = 1,
+        max_elements: int = 1 << 25,
+    ):
         if baseline not in BASELINES:
             raise AttnauditError(f"integrated_gradients baseline must be one of {BASELINES}, got {baseline!r}")
         if n_steps < 2:
@@ -65,14 +73,23 @@ class IntegratedGradients(ImportanceMethod):
         with gradient_mode():
             embedded = model.embed(batch).detach().requires_grad_(True)
             attributions, delta = CaptumIG(embedding_forward(model, self.output)).attribute(
-                embedded, baselines=self.baselines(model, embedded), target=target,
-                additional_forward_args=(batch.tokens, batch.mask), n_steps=self.n_steps, method=self.method,
+                embedded,
+                baselines=self.baselines(model, embedded),
+                target=target,
+                additional_forward_args=(batch.tokens, batch.mask),
+                n_steps=self.n_steps,
+                method=self.method,
                 internal_batch_size=self.rows_per_forward(embedded),
-                return_convergence_delta=True)
+                return_convergence_delta=True,
+            )
         self.last_delta = delta.detach().reshape(-1)
         self.last_flagged = self.last_delta.abs() > self.delta_tolerance
         if self.last_flagged.any():
-            log.debug("integrated gradients: %d of %d instances with |delta| > %g (max %.3g)",
-                      int(self.last_flagged.sum()), len(self.last_delta), self.delta_tolerance,
-                      float(self.last_delta.abs().max()))
+            log.debug(
+                "integrated gradients: %d of %d instances with |delta| > %g (max %.3g)",
+                int(self.last_flagged.sum()),
+                len(self.last_delta),
+                self.delta_tolerance,
+                float(self.last_delta.abs().max()),
+            )
         return attributions.detach().sum(dim=-1).masked_fill(~batch.mask, 0.0)

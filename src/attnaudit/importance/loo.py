@@ -49,8 +49,7 @@ class LeaveOneOut(ImportanceMethod):
             return scores.masked_fill(batch.mask, float("nan"))
         deleted, b, t = deletions(batch)
         rows = max(1, self.max_tokens // deleted.tokens.shape[1])
-        deleted_probs = torch.cat([model(_rows(deleted, start, rows)).probs
-                                   for start in range(0, len(b), rows)])
+        deleted_probs = torch.cat([model(_rows(deleted, start, rows)).probs for start in range(0, len(b), rows)])
         delta = tvd(deleted_probs, probs[b])
         delta = delta.masked_fill(batch.mask.sum(dim=1)[b] == 1, float("nan"))  # nothing left to encode
         scores[b, t] = delta

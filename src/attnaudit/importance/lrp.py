@@ -88,8 +88,9 @@ def _lstm_forward(x: torch.Tensor, w_ih, w_hh, b_ih, b_hh) -> _LSTMTrace:
     return _LSTMTrace(**{k: torch.stack(v, dim=1) for k, v in trace.items()})
 
 
-def _lstm_relevance(x: torch.Tensor, trace: _LSTMTrace, w_ih, w_hh, b_ih, b_hh, relevance_h: torch.Tensor,
-                    eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+def _lstm_relevance(
+    x: torch.Tensor, trace: _LSTMTrace, w_ih, w_hh, b_ih, b_hh, relevance_h: torch.Tensor, eps: float
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Signal-take-all LRP-ε through one direction: relevance of h_t [B,T,H] → relevance of x_t [B,T,d]."""
     hidden = w_hh.shape[1]
     cand = slice(2 * hidden, 3 * hidden)
@@ -131,9 +132,10 @@ class _LSTMRule:
         if rnn.num_layers != 1 or not rnn.bidirectional or not rnn.batch_first:
             raise AttnauditError("LRP supports the single-layer batch-first BiLSTM of J&W A.1")
         self.x, self.mask = embedded, mask
-        self.params = [tuple(getattr(rnn, f"{name}_l0{suffix}") for name in ("weight_ih", "weight_hh", "bias_ih",
-                                                                             "bias_hh"))
-                       for suffix in ("", "_reverse")]
+        self.params = [
+            tuple(getattr(rnn, f"{name}_l0{suffix}") for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))
+            for suffix in ("", "_reverse")
+        ]
         self.rev = _reverse_index(mask)
         self.forward_trace = _lstm_forward(embedded, *self.params[0])
         self.backward_trace = _lstm_forward(_gather_time(embedded, self.rev), *self.params[1])
@@ -145,8 +147,13 @@ class _LSTMRule:
     def relevance(self, relevance_h: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
         half = relevance_h.shape[-1] // 2
         r_fwd, a_fwd = _lstm_relevance(self.x, self.forward_trace, *self.params[0], relevance_h[..., :half], eps)
-        r_bwd, a_bwd = _lstm_relevance(_gather_time(self.x, self.rev), self.backward_trace, *self.params[1],
-                                       _gather_time(relevance_h[..., half:], self.rev), eps)
+        r_bwd, a_bwd = _lstm_relevance(
+            _gather_time(self.x, self.rev),
+            self.backward_trace,
+            *self.params[1],
+            _gather_time(relevance_h[..., half:], self.rev),
+            eps,
+        )
         return r_fwd + _gather_time(r_bwd, self.rev), a_fwd + a_bwd
 
 
@@ -163,8 +170,9 @@ class _CNNRule:
     def relevance(self, relevance_h: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
         relevance_x = torch.zeros_like(self.x)
         absorbed = self.x.new_zeros(self.x.shape[0])
-        for conv, z, r in zip(self.convs, self.z, relevance_h.transpose(1, 2).split(
-                [z.shape[1] for z in self.z], dim=1)):
+        for conv, z, r in zip(
+            self.convs, self.z, relevance_h.transpose(1, 2).split([z.shape[1] for z in self.z], dim=1)
+        ):
             s = r / _stab(z, eps)
             with torch.enable_grad():
                 x = self.x.detach().requires_grad_(True)
@@ -192,8 +200,13 @@ _RULES = {"lstm": _LSTMRule, "cnn": _CNNRule, "average": _AverageRule}
 
 
 @torch.no_grad()
-def lrp_relevance(model: AttentionClassifier, batch: Batch, epsilon: float = 1e-3, output: str = "margin",
-                  target: torch.Tensor | None = None) -> Relevance:
+def lrp_relevance(
+    model: AttentionClassifier,
+    batch: Batch,
+    epsilon: float = 1e-3,
+    output: str = "margin",
+    target: torch.Tensor | None = None,
+) -> Relevance:
     """LRP-ε relevance of every embedding entry for the predicted class (or ``target``), with the conservation
     terms (see the module docstring)."""
     if output not in LRP_OUTPUTS:

@@ -39,11 +39,17 @@ class Occlusion(ImportanceMethod):
             bb, tt = b[rows], t[rows]
             e = embedded[bb].clone()
             e[torch.arange(len(bb), device=e.device), tt] = 0.0
-            sub = Batch(batch.tokens[bb], batch.mask[bb], None, [],
-                        None if batch.query_tokens is None else batch.query_tokens[bb],
-                        None if batch.query_mask is None else batch.query_mask[bb])
-            occluded[rows] = class_scores(model(sub, embedded=e).logits, self.output).gather(
-                1, target[bb][:, None]).squeeze(1)
+            sub = Batch(
+                batch.tokens[bb],
+                batch.mask[bb],
+                None,
+                [],
+                None if batch.query_tokens is None else batch.query_tokens[bb],
+                None if batch.query_mask is None else batch.query_mask[bb],
+            )
+            occluded[rows] = (
+                class_scores(model(sub, embedded=e).logits, self.output).gather(1, target[bb][:, None]).squeeze(1)
+            )
         scores = torch.zeros(batch.mask.shape, dtype=full.dtype, device=full.device)
         scores[b, t] = reference[b] - occluded
         return scores

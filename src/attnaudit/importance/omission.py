@@ -37,8 +37,9 @@ class Omission(ImportanceMethod):
             return scores.masked_fill(batch.mask, float("nan"))
         deleted, b, t = deletions(batch)
         rows = max(1, self.max_tokens // deleted.tokens.shape[1])
-        omitted = torch.cat([class_scores(model(_slice(deleted, start, rows)).logits, self.output)
-                             for start in range(0, len(b), rows)])
+        omitted = torch.cat(
+            [class_scores(model(_slice(deleted, start, rows)).logits, self.output) for start in range(0, len(b), rows)]
+        )
         delta = full[b] - omitted.gather(1, target[b][:, None]).squeeze(1)
         scores[b, t] = delta.masked_fill(batch.mask.sum(dim=1)[b] == 1, float("nan"))
         return scores

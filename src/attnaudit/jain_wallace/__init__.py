@@ -47,16 +47,20 @@ def add_cli(subparsers) -> None:
     t.add_argument("--runs", required=True, help="JSON list of {dataset, model, corpus}")
     t.add_argument("--out-dir", required=True)
     t.add_argument("--options", default="{}")
-    t.set_defaults(func=lambda args: _run("tables", "write_tables", args.audits_root, _json(args.runs),
-                                          args.out_dir, _json(args.options)))
+    t.set_defaults(
+        func=lambda args: _run(
+            "tables", "write_tables", args.audits_root, _json(args.runs), args.out_dir, _json(args.options)
+        )
+    )
 
     f = sub.add_parser("figures", help="figures of one dataset")
     f.add_argument("--dataset", required=True)
     f.add_argument("--models", nargs="+", required=True)
     f.add_argument("--audits-dir", required=True, help="results/audits/{dataset}")
     f.add_argument("--out-dir", required=True)
-    f.set_defaults(func=lambda args: _run("figures", "write_figures", args.dataset, args.models, args.audits_dir,
-                                          args.out_dir))
+    f.set_defaults(
+        func=lambda args: _run("figures", "write_figures", args.dataset, args.models, args.audits_dir, args.out_dir)
+    )
 
     h = sub.add_parser("heatmaps", help="adversarial heatmaps of one model (HTML)")
     h.add_argument("--dataset", required=True)
@@ -76,15 +80,37 @@ def _run(module: str, name: str, *args, **kwargs):
 
 
 def _audit(args) -> None:
-    _run("run", "run_audit", args.audit, args.dataset_dir, args.model_dir, args.out, chunk=args.chunk,
-         n_chunks=args.n_chunks, split=args.split, batch_size=args.batch_size, seed=args.seed,
-         options=_json(args.options), threads=args.threads)
+    _run(
+        "run",
+        "run_audit",
+        args.audit,
+        args.dataset_dir,
+        args.model_dir,
+        args.out,
+        chunk=args.chunk,
+        n_chunks=args.n_chunks,
+        split=args.split,
+        batch_size=args.batch_size,
+        seed=args.seed,
+        options=_json(args.options),
+        threads=args.threads,
+    )
 
 
 def _heatmaps(args) -> None:
     from attnaudit.jain_wallace.options import resolve
 
     opts = resolve(_json(args.options))
-    _run("heatmaps", "write_heatmaps", args.dataset, args.model, args.adversarial, args.dataset_dir, args.out,
-         n=opts["heatmaps"]["n_per_model"], how=opts["heatmaps"]["select"],
-         epsilon=opts["adversarial"]["epsilon"], seed=args.seed)
+    _run(
+        "heatmaps",
+        "write_heatmaps",
+        args.dataset,
+        args.model,
+        args.adversarial,
+        args.dataset_dir,
+        args.out,
+        n=opts["heatmaps"]["n_per_model"],
+        how=opts["heatmaps"]["select"],
+        epsilon=opts["adversarial"]["epsilon"],
+        seed=args.seed,
+    )

@@ -8,8 +8,9 @@ subject to TVD(ŷ(α⁽ⁱ⁾), ŷ) ≤ ε (Eq. 1), through the relaxed objectiv
 per adversary (J&W's code; the paper's footnote writes λ/k) maximised by Adam (amsgrad, as J&W's code) over
 masked attention logits θ, α⁽ⁱ⁾ = softmax(θ⁽ⁱ⁾) on the support: the real positions without the sentence
 markers (``exclude_markers``, default, as J&W's code masks <s>, </s> out of attention; otherwise a BiLSTM adversary
-can park all its mass on the <s> state, which summarises the sentence). JSD is against the full α̂. θ starts at N(0, init_scale²) noise (J&W: log-uniform + 3·N(0, 1); the constant is
-irrelevant under softmax), drawn from ``instance_seed(seed, id)``. The decoder sees h fixed (Alg. 3).
+can park all its mass on the <s> state, which summarises the sentence). JSD is against the full α̂.
+θ starts at N(0, init_scale²) noise (J&W: log-uniform + 3·N(0, 1); the constant is irrelevant under softmax),
+drawn from ``instance_seed(seed, id)``. The decoder sees h fixed (Alg. 3).
 
 All instances and all k adversaries of a batch are one ``[B, k, T]`` parameter and one decoder call per step; the
 summed loss gives each instance exactly the gradient it would get alone and Adam is element-wise, so the batched
@@ -86,8 +87,23 @@ def relaxed_objective(alpha, alpha_hat, probs, probs_hat, epsilon: float, lam: f
     return divergence - lam * violation
 
 
-def find_adversaries(model, hidden, query, alpha_hat, probs_hat, support, seeds, *, k=5, epsilon=0.01,
-                     lam=500.0, steps=500, lr=0.01, amsgrad=True, init_scale=3.0) -> Adversaries:
+def find_adversaries(
+    model,
+    hidden,
+    query,
+    alpha_hat,
+    probs_hat,
+    support,
+    seeds,
+    *,
+    k=5,
+    epsilon=0.01,
+    lam=500.0,
+    steps=500,
+    lr=0.01,
+    amsgrad=True,
+    init_scale=3.0,
+) -> Adversaries:
     """Algorithm 3 for a batch: optimise ``[B, k, T]`` logits with Adam, then score the final distributions."""
     hidden, alpha_hat, probs_hat = hidden.detach(), alpha_hat.detach(), probs_hat.detach()
     mask = support[:, None, :]
@@ -123,29 +139,44 @@ def adversarial_batch(model, batch, ctx: Context) -> dict:
     with torch.no_grad():
         out = model(batch)
     support = content_mask(batch, ctx.markers, options["exclude_markers"])
-    adv = find_adversaries(model, out.hidden, out.query, out.attention, out.probs, support,
-                           batch_seeds(ctx.seed, batch.ids), k=options["k"], epsilon=options["epsilon"],
-                           lam=options["lambda"], steps=options["steps"], lr=options["lr"],
-                           amsgrad=options["amsgrad"], init_scale=options["init_scale"])
+    adv = find_adversaries(
+        model,
+        out.hidden,
+        out.query,
+        out.attention,
+        out.probs,
+        support,
+        batch_seeds(ctx.seed, batch.ids),
+        k=options["k"],
+        epsilon=options["epsilon"],
+        lam=options["lambda"],
+        steps=options["steps"],
+        lr=options["lr"],
+        amsgrad=options["amsgrad"],
+        init_scale=options["init_scale"],
+    )
     eps_max = epsilon_max_jsd(adv, options["no_valid"])
     # the adversary shown in heatmaps: the valid one with the largest JSD (index −1 when none is valid)
     best = torch.where(adv.valid, adv.jsd, torch.full_like(adv.jsd, -1.0)).argmax(dim=1)
     has_valid = adv.valid.any(dim=1)
     rows = torch.arange(len(best), device=best.device)
     columns = instance_columns(batch, out.probs)
-    columns.update({
-        "n_support": support.sum(dim=1).cpu().numpy(),
-        "max_attention": out.attention.max(dim=1).values.double().cpu().numpy(),
-        "eps_max_jsd": eps_max.double().cpu().numpy(),
-        "n_valid": adv.valid.sum(dim=1).cpu().numpy(),
-        "adversary_jsd": list(adv.jsd.double().cpu().numpy()),
-        "adversary_tvd": list(adv.tvd.double().cpu().numpy()),
-        "adversary_valid": list(adv.valid.cpu().numpy()),
-        "best_adversary": torch.where(has_valid, best, torch.full_like(best, -1)).cpu().numpy(),
-        "best_tvd": torch.where(has_valid, adv.tvd[rows, best], torch.nan).double().cpu().numpy(),
-        "attention": ragged(out.attention, batch.lengths),
-        "adversarial_attention": ragged(adv.attention[rows, best], batch.lengths),
-    })
-    columns["adversarial_attention"] = [a if v else np.zeros(0, np.float32)
-                                        for a, v in zip(columns["adversarial_attention"], has_valid.tolist())]
+    columns.update(
+        {
+            "n_support": support.sum(dim=1).cpu().numpy(),
+            "max_attention": out.attention.max(dim=1).values.double().cpu().numpy(),
+            "eps_max_jsd": eps_max.double().cpu().numpy(),
+            "n_valid": adv.valid.sum(dim=1).cpu().numpy(),
+            "adversary_jsd": list(adv.jsd.double().cpu().numpy()),
+            "adversary_tvd": list(adv.tvd.double().cpu().numpy()),
+            "adversary_valid": list(adv.valid.cpu().numpy()),
+            "best_adversary": torch.where(has_valid, best, torch.full_like(best, -1)).cpu().numpy(),
+            "best_tvd": torch.where(has_valid, adv.tvd[rows, best], torch.nan).double().cpu().numpy(),
+            "attention": ragged(out.attention, batch.lengths),
+            "adversarial_attention": ragged(adv.attention[rows, best], batch.lengths),
+        }
+    )
+    columns["adversarial_attention"] = [
+        a if v else np.zeros(0, np.float32) for a, v in zip(columns["adversarial_attention"], has_valid.tolist())
+    ]
     return columns

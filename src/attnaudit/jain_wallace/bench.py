@@ -33,8 +33,15 @@ AUDITS = ("gradient", "loo", "permutation", "adversarial")
 
 def _adversary_options(opts: dict) -> dict:
     adv = opts["adversarial"]
-    return dict(k=adv["k"], epsilon=adv["epsilon"], lam=adv["lambda"], steps=adv["steps"], lr=adv["lr"],
-                amsgrad=adv["amsgrad"], init_scale=adv["init_scale"])
+    return dict(
+        k=adv["k"],
+        epsilon=adv["epsilon"],
+        lam=adv["lambda"],
+        steps=adv["steps"],
+        lr=adv["lr"],
+        amsgrad=adv["amsgrad"],
+        init_scale=adv["init_scale"],
+    )
 
 
 def _exclude(audit: str, opts: dict) -> bool:
@@ -57,8 +64,9 @@ def _batched(audit, model, batches, outputs, markers, opts, seed):
         if audit == "permutation":
             deltas_given_h(model, out, seeds, opts["permutation"]["n_permutations"], support)
         else:
-            find_adversaries(model, out.hidden, out.query, out.attention, out.probs, support, seeds,
-                             **_adversary_options(opts))
+            find_adversaries(
+                model, out.hidden, out.query, out.attention, out.probs, support, seeds, **_adversary_options(opts)
+            )
 
 
 def _naive(audit, model, sequences, ids, outputs, markers, opts, seed):
@@ -71,11 +79,18 @@ def _naive(audit, model, sequences, ids, outputs, markers, opts, seed):
             support = content_mask(collate([tokens]), markers, _exclude(audit, opts))[0].numpy()
             out = None if outputs is None else outputs[index]
             if audit == "permutation":
-                reference.permutation_deltas(model, tokens, support, instance_seed(seed, instance),
-                                             opts["permutation"]["n_permutations"], out=out)
+                reference.permutation_deltas(
+                    model,
+                    tokens,
+                    support,
+                    instance_seed(seed, instance),
+                    opts["permutation"]["n_permutations"],
+                    out=out,
+                )
             else:
-                reference.adversaries(model, tokens, support, instance_seed(seed, instance), out=out,
-                                      **_adversary_options(opts))
+                reference.adversaries(
+                    model, tokens, support, instance_seed(seed, instance), out=out, **_adversary_options(opts)
+                )
 
 
 def _timed(fn, *args) -> float:
@@ -98,8 +113,15 @@ def run(args) -> dict:
     if args.naive_limit and args.naive_limit < n:
         sample = np.sort(np.random.default_rng(0).choice(n, size=args.naive_limit, replace=False))
     sequences, ids = [enc.sequences[i] for i in sample], [enc.ids[i] for i in sample]
-    log.info("bench jw: %s on %s (%s split, %d instances; naive on %d), %d threads", model_dir, dataset_dir,
-             args.split, n, len(sample), torch.get_num_threads())
+    log.info(
+        "bench jw: %s on %s (%s split, %d instances; naive on %d), %d threads",
+        model_dir,
+        dataset_dir,
+        args.split,
+        n,
+        len(sample),
+        torch.get_num_threads(),
+    )
     with torch.no_grad():
         batch_outputs = [model(batch) for _, batch in batches]
         single_outputs = [model(collate([tokens])) for tokens in sequences]
@@ -115,9 +137,15 @@ def run(args) -> dict:
             batched_s = _timed(_batched, audit, model, batches, b_out, markers, opts, seed)
             naive_s = _timed(_naive, audit, model, sequences, ids, s_out, markers, opts, seed)
             batched, naive = n / batched_s, len(sample) / naive_s
-            results[label] = {"batched": batched, "naive": naive, "ratio": batched / naive,
-                              "batched_seconds": batched_s, "naive_seconds": naive_s}
-            log.info("%s: batched %.2f s for %d instances, naive %.2f s for %d", label, batched_s, n, naive_s,
-                     len(sample))
+            results[label] = {
+                "batched": batched,
+                "naive": naive,
+                "ratio": batched / naive,
+                "batched_seconds": batched_s,
+                "naive_seconds": naive_s,
+            }
+            log.info(
+                "%s: batched %.2f s for %d instances, naive %.2f s for %d", label, batched_s, n, naive_s, len(sample)
+            )
             print(f"{label} batched={batched:.1f} naive={naive:.1f} ratio={batched / naive:.1f}", flush=True)
     return results

@@ -27,8 +27,15 @@ from attnaudit.metrics import LN2  # noqa: E402
 
 log = logging.getLogger(__name__)
 
-FIGURES = ("fig2_tau_gradient", "fig2_tau_loo", "fig3_permutation", "fig4_adversarial_jsd",
-           "fig5_jsd_vs_max_attention", "fig6_7_appendix_c", "fig8_average_vs_lstm")
+FIGURES = (
+    "fig2_tau_gradient",
+    "fig2_tau_loo",
+    "fig3_permutation",
+    "fig4_adversarial_jsd",
+    "fig5_jsd_vs_max_attention",
+    "fig6_7_appendix_c",
+    "fig8_average_vs_lstm",
+)
 ATTENTION_BINS = (0.0, 0.25, 0.5, 0.75, 1.0)
 # J&W colour predicted classes: purple negative (0), orange positive (1)
 CLASS_COLOURS = ["#7b3294", "#e66101", "#1b9e77", "#377eb8", "#999999"]
@@ -72,17 +79,30 @@ def _violins(frames: dict[str, pd.DataFrame], column: str, xlabel: str, title: s
     fig, axes = _panels(len(frames), 4.5, 3.5)
     for ax, (model, frame) in zip(axes, frames.items()):
         data = frame[[column, "max_attention", "predicted_class"]].dropna().copy()
-        data["max attention"] = pd.cut(data["max_attention"], ATTENTION_BINS, labels=labels, include_lowest=True,
-                                       right=False)
+        data["max attention"] = pd.cut(
+            data["max_attention"], ATTENTION_BINS, labels=labels, include_lowest=True, right=False
+        )
         data["max attention"] = data["max attention"].cat.set_categories(labels)
         data.loc[data["max_attention"] >= 1.0, "max attention"] = labels[-1]
         data["class"] = data["predicted_class"].astype(str)
         classes = sorted(data["class"].unique())
         if len(data):
-            sns.violinplot(data=data, x=column, y="max attention", hue="class", order=labels[::-1],
-                           hue_order=classes, split=len(classes) == 2, orient="h", cut=0, density_norm="width",
-                           inner="quartile", linewidth=0.6, ax=ax,
-                           palette={c: _colour(c) for c in classes})
+            sns.violinplot(
+                data=data,
+                x=column,
+                y="max attention",
+                hue="class",
+                order=labels[::-1],
+                hue_order=classes,
+                split=len(classes) == 2,
+                orient="h",
+                cut=0,
+                density_norm="width",
+                inner="quartile",
+                linewidth=0.6,
+                ax=ax,
+                palette={c: _colour(c) for c in classes},
+            )
         ax.set_xlim(*xlim)
         ax.set_xlabel(xlabel)
         ax.set_title(model, fontsize=9)
@@ -124,17 +144,28 @@ def _average_vs_lstm(correlation: dict[str, pd.DataFrame], path: Path) -> None:
         v = _variant(model)
         if v["encoder"] in ("average", "lstm"):
             groups.setdefault(v["attention"], {}).setdefault(v["encoder"], []).append(frame)
-    pairs = {att: {enc: pd.concat(frames) for enc, frames in g.items()} for att, g in groups.items()
-             if {"average", "lstm"} <= set(g)}
+    pairs = {
+        att: {enc: pd.concat(frames) for enc, frames in g.items()}
+        for att, g in groups.items()
+        if {"average", "lstm"} <= set(g)
+    }
     fig, axes = _panels(max(1, len(pairs)), 5, 3.5)
     if not pairs:
-        axes[0].text(0.5, 0.5, "needs an average and an lstm model\nwith the same attention", ha="center",
-                     va="center", transform=axes[0].transAxes)
+        axes[0].text(
+            0.5,
+            0.5,
+            "needs an average and an lstm model\nwith the same attention",
+            ha="center",
+            va="center",
+            transform=axes[0].transAxes,
+        )
         axes[0].set_axis_off()
     for ax, (att, g) in zip(axes, sorted(pairs.items())):
         for encoder, colour in (("average", "#1b9e77"), ("lstm", "#7570b3")):
             tau = g[encoder]["tau_attention_loo"].dropna()
-            ax.hist(tau, bins=np.linspace(-1, 1, 41), alpha=0.55, color=colour, label=f"{encoder} (mean {tau.mean():.2f})")
+            ax.hist(
+                tau, bins=np.linspace(-1, 1, 41), alpha=0.55, color=colour, label=f"{encoder} (mean {tau.mean():.2f})"
+            )
             ax.axvline(tau.mean(), color=colour, linewidth=2)
         diff = g["average"]["tau_attention_loo"].mean() - g["lstm"]["tau_attention_loo"].mean()
         ax.set_title(f"{att} attention: average − lstm = {diff:+.2f}", fontsize=9)
@@ -150,17 +181,46 @@ def write_figures(dataset: str, models: list[str], audits_dir: str | Path, out_d
     load = lambda audit: {m: pd.read_parquet(audits_dir / m / AUDIT_FILES[audit]) for m in models}  # noqa: E731
     correlation, permutation, adversarial = load("correlation"), load("permutation"), load("adversarial")
     tau_bins = np.linspace(-1, 1, 41)
-    _histograms(correlation, "tau_attention_gradient", "τ(attention, gradient)",
-                f"{dataset}: Kendall τ between attention and gradients (J&W Fig. 2)", tau_bins,
-                out / "fig2_tau_gradient.png")
-    _histograms(correlation, "tau_attention_loo", "τ(attention, LOO)",
-                f"{dataset}: Kendall τ between attention and leave-one-out", tau_bins, out / "fig2_tau_loo.png")
-    _violins(permutation, "delta_median", "median Δŷ (TVD) over permutations", f"{dataset}: permuting attention "
-             "(J&W Fig. 3)", (0, 1), out / "fig3_permutation.png")
-    _histograms(adversarial, "eps_max_jsd", "ε-max JSD (nats)", f"{dataset}: adversarial attention (J&W Fig. 4)",
-                np.linspace(0, LN2, 36), out / "fig4_adversarial_jsd.png")
-    _violins(adversarial, "eps_max_jsd", "ε-max JSD (nats)", f"{dataset}: ε-max JSD vs max attention (J&W Fig. 5)",
-             (0, LN2), out / "fig5_jsd_vs_max_attention.png")
+    _histograms(
+        correlation,
+        "tau_attention_gradient",
+        "τ(attention, gradient)",
+        f"{dataset}: Kendall τ between attention and gradients (J&W Fig. 2)",
+        tau_bins,
+        out / "fig2_tau_gradient.png",
+    )
+    _histograms(
+        correlation,
+        "tau_attention_loo",
+        "τ(attention, LOO)",
+        f"{dataset}: Kendall τ between attention and leave-one-out",
+        tau_bins,
+        out / "fig2_tau_loo.png",
+    )
+    _violins(
+        permutation,
+        "delta_median",
+        "median Δŷ (TVD) over permutations",
+        f"{dataset}: permuting attention (J&W Fig. 3)",
+        (0, 1),
+        out / "fig3_permutation.png",
+    )
+    _histograms(
+        adversarial,
+        "eps_max_jsd",
+        "ε-max JSD (nats)",
+        f"{dataset}: adversarial attention (J&W Fig. 4)",
+        np.linspace(0, LN2, 36),
+        out / "fig4_adversarial_jsd.png",
+    )
+    _violins(
+        adversarial,
+        "eps_max_jsd",
+        "ε-max JSD (nats)",
+        f"{dataset}: ε-max JSD vs max attention (J&W Fig. 5)",
+        (0, LN2),
+        out / "fig5_jsd_vs_max_attention.png",
+    )
     _appendix_c(correlation, out / "fig6_7_appendix_c.png")
     _average_vs_lstm(correlation, out / "fig8_average_vs_lstm.png")
     paths = [out / f"{name}.png" for name in FIGURES]

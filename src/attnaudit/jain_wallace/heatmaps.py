@@ -42,17 +42,21 @@ def select_instances(adversarial: pd.DataFrame, n: int, how: str = "max_jsd", se
 def _tokens_html(tokens, weights) -> str:
     weights = np.asarray(weights, dtype=float)
     top = weights.max() if len(weights) and weights.max() > 0 else 1.0
-    return " ".join(f'<span class="tok" style="--w:{w / top:.3f}" title="{w:.4f}">{html.escape(str(t))}</span>'
-                    for t, w in zip(tokens, weights))
+    return " ".join(
+        f'<span class="tok" style="--w:{w / top:.3f}" title="{w:.4f}">{html.escape(str(t))}</span>'
+        for t, w in zip(tokens, weights)
+    )
 
 
 def render(dataset: str, model: str, chosen: pd.DataFrame, tokens_by_id: dict, epsilon: float) -> str:
-    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>J&amp;W adversarial heatmaps: "
-             f"{html.escape(dataset)} / {html.escape(model)}</title><style>{_CSS}</style></head><body>",
-             f"<h1>Adversarial attention heatmaps — {html.escape(dataset)} / {html.escape(model)}</h1>",
-             "<p class='meta'>Jain &amp; Wallace (2019) Fig. 1 / Appendix E. Red: the model's attention α̂. Blue: "
-             f"an adversarial attention found by Eq. 1–2 whose output differs by Δŷ = TVD ≤ ε = {epsilon}. "
-             "Intensity is relative to the row's largest weight; hover a token for its weight.</p>"]
+    parts = [
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>J&amp;W adversarial heatmaps: "
+        f"{html.escape(dataset)} / {html.escape(model)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>Adversarial attention heatmaps — {html.escape(dataset)} / {html.escape(model)}</h1>",
+        "<p class='meta'>Jain &amp; Wallace (2019) Fig. 1 / Appendix E. Red: the model's attention α̂. Blue: "
+        f"an adversarial attention found by Eq. 1–2 whose output differs by Δŷ = TVD ≤ ε = {epsilon}. "
+        "Intensity is relative to the row's largest weight; hover a token for its weight.</p>",
+    ]
     if chosen.empty:
         parts.append("<p>No instance has a valid adversary.</p>")
     for _, r in chosen.iterrows():
@@ -63,13 +67,24 @@ def render(dataset: str, model: str, chosen: pd.DataFrame, tokens_by_id: dict, e
             f"{r['eps_max_jsd']:.3f} nats; max α̂ {r['max_attention']:.3f}; valid adversaries {r['n_valid']}</div>"
             f"<div class='row orig'><span class='label'>Original</span>{_tokens_html(tokens, r['attention'])}</div>"
             f"<div class='row adv'><span class='label'>Adversarial</span>"
-            f"{_tokens_html(tokens, r['adversarial_attention'])} <b>Δŷ: {r['best_tvd']:.3f}</b></div></div>")
+            f"{_tokens_html(tokens, r['adversarial_attention'])} <b>Δŷ: {r['best_tvd']:.3f}</b></div></div>"
+        )
     parts.append("</body></html>\n")
     return "\n".join(parts)
 
 
-def write_heatmaps(dataset: str, model: str, adversarial_path: str | Path, dataset_dir: str | Path,
-                   out: str | Path, *, n: int = 5, how: str = "max_jsd", epsilon: float = 0.01, seed: int = 0) -> None:
+def write_heatmaps(
+    dataset: str,
+    model: str,
+    adversarial_path: str | Path,
+    dataset_dir: str | Path,
+    out: str | Path,
+    *,
+    n: int = 5,
+    how: str = "max_jsd",
+    epsilon: float = 0.01,
+    seed: int = 0,
+) -> None:
     adversarial = pd.read_parquet(adversarial_path)
     chosen = select_instances(adversarial, n, how, seed)
     examples = pd.read_parquet(Path(dataset_dir) / "examples.parquet", columns=["id", "tokens"])

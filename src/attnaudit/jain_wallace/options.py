@@ -50,8 +50,9 @@ def resolve(options: dict | None) -> dict:
             raise AttnauditError(f"jain_wallace.{section}: unknown section; expected one of {', '.join(merged)}")
         for key, value in (values or {}).items():
             if key not in merged[section]:
-                raise AttnauditError(f"jain_wallace.{section}.{key}: unknown option; expected one of "
-                                     f"{', '.join(merged[section])}")
+                raise AttnauditError(
+                    f"jain_wallace.{section}.{key}: unknown option; expected one of {', '.join(merged[section])}"
+                )
             merged[section][key] = value
     if merged["adversarial"]["no_valid"] not in ("zero", "nan"):
         raise AttnauditError("jain_wallace.adversarial.no_valid must be 'zero' or 'nan'")

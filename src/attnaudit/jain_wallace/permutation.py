@@ -58,8 +58,9 @@ def permutation_deltas(model, batch, seeds: torch.Tensor, n: int, permutable: to
 def permutation_batch(model, batch, ctx: Context) -> dict:
     options = ctx.options["permutation"]
     permutable = content_mask(batch, ctx.markers, options["exclude_markers"])
-    out, deltas = permutation_deltas(model, batch, batch_seeds(ctx.seed, batch.ids),
-                                     options["n_permutations"], permutable)
+    out, deltas = permutation_deltas(
+        model, batch, batch_seeds(ctx.seed, batch.ids), options["n_permutations"], permutable
+    )
     deltas = deltas.double().cpu()
     quantiles = torch.quantile(deltas, torch.tensor(QUANTILES, dtype=torch.float64), dim=1).numpy()
     columns = instance_columns(batch, out.probs)

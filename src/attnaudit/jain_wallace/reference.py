@@ -61,8 +61,7 @@ def permutation_keys(seed: int, n: int, width: int) -> np.ndarray:
 
 
 @torch.no_grad()
-def permutation_deltas(model, tokens: np.ndarray, permutable: np.ndarray, seed: int, n: int,
-                       out=None) -> np.ndarray:
+def permutation_deltas(model, tokens: np.ndarray, permutable: np.ndarray, seed: int, n: int, out=None) -> np.ndarray:
     """Alg. 2 for one instance: n permutations of α̂ over ``permutable`` positions, one decode each
     (``out``: the instance's model output, if already computed)."""
     device = _device(model)
@@ -89,8 +88,21 @@ def _jsd_plain(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     return 0.5 * (kl_p + kl_q)
 
 
-def adversaries(model, tokens: np.ndarray, support: np.ndarray, seed: int, *, k=5, epsilon=0.01, lam=500.0,
-                steps=500, lr=0.01, amsgrad=True, init_scale=3.0, out=None) -> dict:
+def adversaries(
+    model,
+    tokens: np.ndarray,
+    support: np.ndarray,
+    seed: int,
+    *,
+    k=5,
+    epsilon=0.01,
+    lam=500.0,
+    steps=500,
+    lr=0.01,
+    amsgrad=True,
+    init_scale=3.0,
+    out=None,
+) -> dict:
     """Alg. 3 for one instance alone: k adversarial distributions by Adam on the relaxed Eq. 1–2
     (``out``: the instance's model output, if already computed)."""
     device = _device(model)
@@ -99,8 +111,10 @@ def adversaries(model, tokens: np.ndarray, support: np.ndarray, seed: int, *, k=
             out = model(_one(tokens).to(device))
     hidden, alpha_hat, y_hat = out.hidden, out.attention[0], out.probs[0]
     mask = torch.from_numpy(np.asarray(support, dtype=bool)).to(device)[None, :].expand(k, -1)
-    init = init_scale * rng.normal(torch.tensor([seed]), k, len(tokens),
-                                   (rng.STREAM_ADVERSARY_U1, rng.STREAM_ADVERSARY_U2))[0]
+    init = (
+        init_scale
+        * rng.normal(torch.tensor([seed]), k, len(tokens), (rng.STREAM_ADVERSARY_U1, rng.STREAM_ADVERSARY_U2))[0]
+    )
     theta = init.to(hidden).requires_grad_(True)
     optimiser = torch.optim.Adam([theta], lr=lr, amsgrad=amsgrad)
     params = [p for p in model.parameters() if p.requires_grad]
@@ -127,5 +141,10 @@ def adversaries(model, tokens: np.ndarray, support: np.ndarray, seed: int, *, k=
         divergence = jsd(alpha, alpha_hat[None, :]).double()
     valid = (delta <= epsilon).numpy()
     jsds = divergence.cpu().numpy()
-    return {"attention": alpha.cpu().numpy(), "tvd": delta.cpu().numpy(), "jsd": jsds, "valid": valid,
-            "eps_max_jsd": float(np.max(np.where(valid, jsds, 0.0)))}
+    return {
+        "attention": alpha.cpu().numpy(),
+        "tvd": delta.cpu().numpy(),
+        "jsd": jsds,
+        "valid": valid,
+        "eps_max_jsd": float(np.max(np.where(valid, jsds, 0.0))),
+    }

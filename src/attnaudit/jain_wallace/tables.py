@@ -19,30 +19,50 @@ from attnaudit.modelid import parse_model_id
 
 log = logging.getLogger(__name__)
 
-AUDIT_FILES = {"correlation": "jw_correlation.parquet", "permutation": "jw_permutation.parquet",
-               "adversarial": "jw_adversarial.parquet"}
+AUDIT_FILES = {
+    "correlation": "jw_correlation.parquet",
+    "permutation": "jw_permutation.parquet",
+    "adversarial": "jw_adversarial.parquet",
+}
 
 # J&W (2019) Table 2, classification rows (additive attention): (mean, std, significant fraction) per measure.
 # Keys are this project's corpus registry names; Diabetes/Anemia (MIMIC) are kept for users who add them.
 JW_TABLE2 = {
-    "sst": {0: ((0.34, 0.21, 0.48), (0.61, 0.20, 0.87), (0.27, 0.19, 0.33)),
-            1: ((0.36, 0.21, 0.49), (0.60, 0.21, 0.83), (0.32, 0.19, 0.40))},
-    "imdb": {0: ((0.44, 0.06, 1.00), (0.67, 0.05, 1.00), (0.34, 0.07, 1.00)),
-             1: ((0.43, 0.06, 1.00), (0.68, 0.05, 1.00), (0.34, 0.07, 0.99))},
-    "adr": {0: ((0.47, 0.18, 0.76), (0.73, 0.13, 0.96), (0.29, 0.20, 0.44)),
-            1: ((0.49, 0.15, 0.85), (0.72, 0.12, 0.97), (0.44, 0.16, 0.74))},
-    "20news": {0: ((0.07, 0.17, 0.37), (0.79, 0.07, 1.00), (0.06, 0.15, 0.29)),
-               1: ((0.21, 0.22, 0.61), (0.75, 0.08, 1.00), (0.20, 0.20, 0.62))},
-    "agnews": {0: ((0.36, 0.13, 0.82), (0.78, 0.07, 1.00), (0.30, 0.13, 0.69)),
-               1: ((0.42, 0.13, 0.90), (0.76, 0.07, 1.00), (0.43, 0.14, 0.91))},
-    "diabetes": {0: ((0.42, 0.05, 1.00), (0.75, 0.02, 1.00), (0.41, 0.05, 1.00)),
-                 1: ((0.40, 0.05, 1.00), (0.75, 0.02, 1.00), (0.45, 0.05, 1.00))},
-    "anemia": {0: ((0.47, 0.05, 1.00), (0.77, 0.02, 1.00), (0.46, 0.05, 1.00)),
-               1: ((0.46, 0.06, 1.00), (0.77, 0.03, 1.00), (0.47, 0.06, 1.00))},
+    "sst": {
+        0: ((0.34, 0.21, 0.48), (0.61, 0.20, 0.87), (0.27, 0.19, 0.33)),
+        1: ((0.36, 0.21, 0.49), (0.60, 0.21, 0.83), (0.32, 0.19, 0.40)),
+    },
+    "imdb": {
+        0: ((0.44, 0.06, 1.00), (0.67, 0.05, 1.00), (0.34, 0.07, 1.00)),
+        1: ((0.43, 0.06, 1.00), (0.68, 0.05, 1.00), (0.34, 0.07, 0.99)),
+    },
+    "adr": {
+        0: ((0.47, 0.18, 0.76), (0.73, 0.13, 0.96), (0.29, 0.20, 0.44)),
+        1: ((0.49, 0.15, 0.85), (0.72, 0.12, 0.97), (0.44, 0.16, 0.74)),
+    },
+    "20news": {
+        0: ((0.07, 0.17, 0.37), (0.79, 0.07, 1.00), (0.06, 0.15, 0.29)),
+        1: ((0.21, 0.22, 0.61), (0.75, 0.08, 1.00), (0.20, 0.20, 0.62)),
+    },
+    "agnews": {
+        0: ((0.36, 0.13, 0.82), (0.78, 0.07, 1.00), (0.30, 0.13, 0.69)),
+        1: ((0.42, 0.13, 0.90), (0.76, 0.07, 1.00), (0.43, 0.14, 0.91)),
+    },
+    "diabetes": {
+        0: ((0.42, 0.05, 1.00), (0.75, 0.02, 1.00), (0.41, 0.05, 1.00)),
+        1: ((0.40, 0.05, 1.00), (0.75, 0.02, 1.00), (0.45, 0.05, 1.00)),
+    },
+    "anemia": {
+        0: ((0.47, 0.05, 1.00), (0.77, 0.02, 1.00), (0.46, 0.05, 1.00)),
+        1: ((0.46, 0.06, 1.00), (0.77, 0.03, 1.00), (0.47, 0.06, 1.00)),
+    },
 }
 # the three column groups of Table 2: (measure, J&W encoder, our pair)
-JW_MEASURES = (("tau_g", "lstm", "attention~gradient"), ("tau_g", "average", "attention~gradient"),
-               ("tau_loo", "lstm", "attention~loo"))
+JW_MEASURES = (
+    ("tau_g", "lstm", "attention~gradient"),
+    ("tau_g", "average", "attention~gradient"),
+    ("tau_loo", "lstm", "attention~loo"),
+)
 
 
 def _variant(model: str) -> dict:
@@ -58,8 +78,11 @@ def _load(audits_root: Path, runs: list[dict], audit: str) -> pd.DataFrame:
     for run in runs:
         path = audits_root / run["dataset"] / run["model"] / AUDIT_FILES[audit]
         frame = pd.read_parquet(path)
-        frames.append(frame.assign(dataset=run["dataset"], model=run["model"], selection=run.get("selection", ""),
-                                   **_variant(run["model"])))
+        frames.append(
+            frame.assign(
+                dataset=run["dataset"], model=run["model"], selection=run.get("selection", ""), **_variant(run["model"])
+            )
+        )
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
@@ -74,14 +97,21 @@ def correlation_table(frame: pd.DataFrame, options: dict) -> pd.DataFrame:
         for a, b in method_pairs(opts["methods"]):
             tau, p = group[f"tau_{a}_{b}"].to_numpy(float), group[f"p_{a}_{b}"].to_numpy(float)
             defined = ~np.isnan(tau)
-            rows.append({**dict(zip(_keys(), key)), "pair": pair_name(a, b),
-                         "tau_mean": np.mean(tau[defined]) if defined.any() else np.nan,
-                         "tau_std": np.std(tau[defined], ddof=1) if defined.sum() > 1 else np.nan,
-                         "tau_median": np.median(tau[defined]) if defined.any() else np.nan,
-                         "significant_fraction": np.mean(p[defined] < opts["significance"]) if defined.any() else np.nan,
-                         "n": int(defined.sum()), "n_undefined": int((~defined).sum()),
-                         "exclude_markers": opts["exclude_markers"], "absolute": opts["absolute"],
-                         "tau_variant": "tau-b (scipy.stats.kendalltau)"})
+            rows.append(
+                {
+                    **dict(zip(_keys(), key)),
+                    "pair": pair_name(a, b),
+                    "tau_mean": np.mean(tau[defined]) if defined.any() else np.nan,
+                    "tau_std": np.std(tau[defined], ddof=1) if defined.sum() > 1 else np.nan,
+                    "tau_median": np.median(tau[defined]) if defined.any() else np.nan,
+                    "significant_fraction": np.mean(p[defined] < opts["significance"]) if defined.any() else np.nan,
+                    "n": int(defined.sum()),
+                    "n_undefined": int((~defined).sum()),
+                    "exclude_markers": opts["exclude_markers"],
+                    "absolute": opts["absolute"],
+                    "tau_variant": "tau-b (scipy.stats.kendalltau)",
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -90,14 +120,22 @@ def permutation_table(frame: pd.DataFrame, options: dict) -> pd.DataFrame:
     rows = []
     for key, group in frame.groupby(_keys(), sort=True):
         median = group["delta_median"].to_numpy(float)
-        rows.append({**dict(zip(_keys(), key)), "n": len(group),
-                     "max_attention_mean": group["max_attention"].mean(),
-                     "delta_median_mean": median.mean(),
-                     "delta_median_q25": np.quantile(median, 0.25), "delta_median_q50": np.quantile(median, 0.5),
-                     "delta_median_q75": np.quantile(median, 0.75), "delta_median_q95": np.quantile(median, 0.95),
-                     "small_change_fraction": np.mean(median < opts["small_change"]),
-                     "small_change": opts["small_change"], "n_permutations": opts["n_permutations"],
-                     "exclude_markers": opts["exclude_markers"]})
+        rows.append(
+            {
+                **dict(zip(_keys(), key)),
+                "n": len(group),
+                "max_attention_mean": group["max_attention"].mean(),
+                "delta_median_mean": median.mean(),
+                "delta_median_q25": np.quantile(median, 0.25),
+                "delta_median_q50": np.quantile(median, 0.5),
+                "delta_median_q75": np.quantile(median, 0.75),
+                "delta_median_q95": np.quantile(median, 0.95),
+                "small_change_fraction": np.mean(median < opts["small_change"]),
+                "small_change": opts["small_change"],
+                "n_permutations": opts["n_permutations"],
+                "exclude_markers": opts["exclude_markers"],
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -107,14 +145,23 @@ def adversarial_table(frame: pd.DataFrame, options: dict) -> pd.DataFrame:
     for key, group in frame.groupby(_keys(), sort=True):
         jsd = group["eps_max_jsd"].to_numpy(float)
         valid = np.concatenate([np.asarray(v, bool) for v in group["adversary_valid"]])
-        rows.append({**dict(zip(_keys(), key)), "n": len(group),
-                     "eps_max_jsd_mean": np.nanmean(jsd), "eps_max_jsd_std": np.nanstd(jsd, ddof=1) if len(jsd) > 1 else np.nan,
-                     "eps_max_jsd_median": np.nanmedian(jsd),
-                     "high_jsd_fraction": np.mean(jsd > opts["high_jsd"]), "high_jsd": opts["high_jsd"],
-                     "no_valid_fraction": np.mean(group["n_valid"].to_numpy() == 0),
-                     "valid_adversary_fraction": valid.mean() if valid.size else np.nan,
-                     "max_attention_mean": group["max_attention"].mean(),
-                     "epsilon": opts["epsilon"], "k": opts["k"], "no_valid": opts["no_valid"]})
+        rows.append(
+            {
+                **dict(zip(_keys(), key)),
+                "n": len(group),
+                "eps_max_jsd_mean": np.nanmean(jsd),
+                "eps_max_jsd_std": np.nanstd(jsd, ddof=1) if len(jsd) > 1 else np.nan,
+                "eps_max_jsd_median": np.nanmedian(jsd),
+                "high_jsd_fraction": np.mean(jsd > opts["high_jsd"]),
+                "high_jsd": opts["high_jsd"],
+                "no_valid_fraction": np.mean(group["n_valid"].to_numpy() == 0),
+                "valid_adversary_fraction": valid.mean() if valid.size else np.nan,
+                "max_attention_mean": group["max_attention"].mean(),
+                "epsilon": opts["epsilon"],
+                "k": opts["k"],
+                "no_valid": opts["no_valid"],
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -125,33 +172,55 @@ def table2(correlation: pd.DataFrame, corpora: dict[str, str]) -> pd.DataFrame:
     for dataset, corpus in corpora.items():
         reference = JW_TABLE2.get(corpus, {})
         for measure_index, (measure, encoder, pair) in enumerate(JW_MEASURES):
-            ours = correlation[(correlation["dataset"] == dataset) & (correlation["encoder"] == encoder)
-                               & (correlation["pair"] == pair)]
+            ours = correlation[
+                (correlation["dataset"] == dataset)
+                & (correlation["encoder"] == encoder)
+                & (correlation["pair"] == pair)
+            ]
             for _, row in ours.iterrows():
                 jw = reference.get(int(row["predicted_class"]))
                 jw = jw[measure_index] if jw else (np.nan, np.nan, np.nan)
-                rows.append({"dataset": dataset, "corpus": corpus, "measure": measure, "encoder": encoder,
-                             "model": row["model"], "predicted_class": int(row["predicted_class"]),
-                             "ours_mean": row["tau_mean"], "ours_std": row["tau_std"],
-                             "ours_significant_fraction": row["significant_fraction"], "ours_n": row["n"],
-                             "jw_mean": jw[0], "jw_std": jw[1], "jw_significant_fraction": jw[2]})
+                rows.append(
+                    {
+                        "dataset": dataset,
+                        "corpus": corpus,
+                        "measure": measure,
+                        "encoder": encoder,
+                        "model": row["model"],
+                        "predicted_class": int(row["predicted_class"]),
+                        "ours_mean": row["tau_mean"],
+                        "ours_std": row["tau_std"],
+                        "ours_significant_fraction": row["significant_fraction"],
+                        "ours_n": row["n"],
+                        "jw_mean": jw[0],
+                        "jw_std": jw[1],
+                        "jw_significant_fraction": jw[2],
+                    }
+                )
     return pd.DataFrame(rows)
 
 
 def table2_markdown(frame: pd.DataFrame, options: dict) -> str:
     opts = options["correlation"]
-    lines = ["# Jain & Wallace (2019) Table 2: ours vs the paper", "",
-             "Kendall τ-b (scipy, ties corrected) per instance between attention and gradient (τ_g) or leave-one-out "
-             f"(τ_loo) over real tokens{' without the sentence markers' if opts['exclude_markers'] else ''}; "
-             f"mean ± std and the fraction with p < {opts['significance']} per predicted class. J&W numbers are "
-             "their additive-attention BiLSTM / Average rows.", "",
-             "| dataset | measure | encoder | model | class | ours mean ± std | ours sig. frac. | n | J&W mean ± std | "
-             "J&W sig. frac. |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# Jain & Wallace (2019) Table 2: ours vs the paper",
+        "",
+        "Kendall τ-b (scipy, ties corrected) per instance between attention and gradient (τ_g) or leave-one-out "
+        f"(τ_loo) over real tokens{' without the sentence markers' if opts['exclude_markers'] else ''}; "
+        f"mean ± std and the fraction with p < {opts['significance']} per predicted class. J&W numbers are "
+        "their additive-attention BiLSTM / Average rows.",
+        "",
+        "| dataset | measure | encoder | model | class | ours mean ± std | ours sig. frac. | n | J&W mean ± std | "
+        "J&W sig. frac. |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     fmt = lambda x: "–" if pd.isna(x) else f"{x:.2f}"  # noqa: E731
     for _, r in frame.iterrows():
-        lines.append(f"| {r['dataset']} | {r['measure']} | {r['encoder']} | {r['model']} | {r['predicted_class']} | "
-                     f"{fmt(r['ours_mean'])} ± {fmt(r['ours_std'])} | {fmt(r['ours_significant_fraction'])} | "
-                     f"{r['ours_n']} | {fmt(r['jw_mean'])} ± {fmt(r['jw_std'])} | {fmt(r['jw_significant_fraction'])} |")
+        lines.append(
+            f"| {r['dataset']} | {r['measure']} | {r['encoder']} | {r['model']} | {r['predicted_class']} | "
+            f"{fmt(r['ours_mean'])} ± {fmt(r['ours_std'])} | {fmt(r['ours_significant_fraction'])} | "
+            f"{r['ours_n']} | {fmt(r['jw_mean'])} ± {fmt(r['jw_std'])} | {fmt(r['jw_significant_fraction'])} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -172,29 +241,43 @@ def seeds_table(correlation: pd.DataFrame, corpora: dict[str, str]) -> pd.DataFr
         column = jw_column.get((info["encoder"], info["pair"]))
         jw_mean = reference[column][0] if reference and column is not None else np.nan
         means = group["tau_mean"].to_numpy(float)
-        rows.append({**info, "measure": SEED_MEASURES[info["pair"]], "n_seeds": len(means),
-                     "seeds": " ".join(str(int(x)) for x in group["seed"]),
-                     "per_seed": " ".join(f"{x:.3f}" for x in means),
-                     "tau_mean_over_seeds": means.mean(),
-                     "tau_std_over_seeds": means.std(ddof=1) if len(means) > 1 else np.nan,
-                     "tau_min": means.min(), "tau_max": means.max(), "jw_mean": jw_mean,
-                     "ours_minus_jw": means.mean() - jw_mean})
+        rows.append(
+            {
+                **info,
+                "measure": SEED_MEASURES[info["pair"]],
+                "n_seeds": len(means),
+                "seeds": " ".join(str(int(x)) for x in group["seed"]),
+                "per_seed": " ".join(f"{x:.3f}" for x in means),
+                "tau_mean_over_seeds": means.mean(),
+                "tau_std_over_seeds": means.std(ddof=1) if len(means) > 1 else np.nan,
+                "tau_min": means.min(),
+                "tau_max": means.max(),
+                "jw_mean": jw_mean,
+                "ours_minus_jw": means.mean() - jw_mean,
+            }
+        )
     return pd.DataFrame(rows)
 
 
 def seeds_markdown(frame: pd.DataFrame) -> str:
-    lines = ["# τ over training seeds and model-selection rules (J&W Table 2 measures)", "",
-             "Each seed's mean τ over the test instances of one predicted class; then mean ± std over seeds. "
-             "Selection: `best` = the epoch with the best dev score, `last` = the final epoch. J&W: their "
-             "additive BiLSTM τ_g/τ_loo (Average τ_g for the average encoder), one run each.", "",
-             "| dataset | selection | model | measure | class | per seed | mean ± std over seeds | J&W | ours − J&W |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# τ over training seeds and model-selection rules (J&W Table 2 measures)",
+        "",
+        "Each seed's mean τ over the test instances of one predicted class; then mean ± std over seeds. "
+        "Selection: `best` = the epoch with the best dev score, `last` = the final epoch. J&W: their "
+        "additive BiLSTM τ_g/τ_loo (Average τ_g for the average encoder), one run each.",
+        "",
+        "| dataset | selection | model | measure | class | per seed | mean ± std over seeds | J&W | ours − J&W |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     fmt = lambda x: "–" if pd.isna(x) else f"{x:.2f}"  # noqa: E731
     for _, r in frame.iterrows():
         variant = f"{r['encoder']}-{r['attention']}-{r['regulariser']}"
-        lines.append(f"| {r['dataset']} | {r['selection']} | {variant} | {r['measure']} | {r['predicted_class']} | "
-                     f"{r['per_seed']} (s {r['seeds']}) | {fmt(r['tau_mean_over_seeds'])} ± "
-                     f"{fmt(r['tau_std_over_seeds'])} | {fmt(r['jw_mean'])} | {fmt(r['ours_minus_jw'])} |")
+        lines.append(
+            f"| {r['dataset']} | {r['selection']} | {variant} | {r['measure']} | {r['predicted_class']} | "
+            f"{r['per_seed']} (s {r['seeds']}) | {fmt(r['tau_mean_over_seeds'])} ± "
+            f"{fmt(r['tau_std_over_seeds'])} | {fmt(r['jw_mean'])} | {fmt(r['ours_minus_jw'])} |"
+        )
     return "\n".join(lines) + "\n"
 
 

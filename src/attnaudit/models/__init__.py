@@ -34,10 +34,16 @@ class Batch:
     def lengths(self) -> torch.Tensor:
         return self.mask.sum(dim=1)
 
-    def to(self, device: torch.device | str) -> "Batch":
+    def to(self, device: torch.device | str) -> Batch:
         move = lambda t: None if t is None else t.to(device)  # noqa: E731
-        return Batch(move(self.tokens), move(self.mask), move(self.labels), self.ids,
-                     move(self.query_tokens), move(self.query_mask))
+        return Batch(
+            move(self.tokens),
+            move(self.mask),
+            move(self.labels),
+            self.ids,
+            move(self.query_tokens),
+            move(self.query_mask),
+        )
 
 
 @dataclass
@@ -100,9 +106,10 @@ class LSTMEncoder(nn.Module):
         reverse = torch.where(positions < lengths, lengths - 1 - positions, positions)[:, :, None]  # an involution
         rnn = self.rnn
         forward = self._direction(embedded, [rnn.weight_ih_l0, rnn.weight_hh_l0, rnn.bias_ih_l0, rnn.bias_hh_l0])
-        backward = self._direction(embedded.gather(1, reverse.expand_as(embedded)),
-                                   [rnn.weight_ih_l0_reverse, rnn.weight_hh_l0_reverse,
-                                    rnn.bias_ih_l0_reverse, rnn.bias_hh_l0_reverse])
+        backward = self._direction(
+            embedded.gather(1, reverse.expand_as(embedded)),
+            [rnn.weight_ih_l0_reverse, rnn.weight_hh_l0_reverse, rnn.bias_ih_l0_reverse, rnn.bias_hh_l0_reverse],
+        )
         backward = backward.gather(1, reverse.expand_as(backward))
         return torch.cat([forward, backward], dim=-1) * mask[:, :, None].to(embedded.dtype)
 
@@ -183,8 +190,10 @@ class AttentionClassifier(nn.Module):
         self.embedding = nn.Embedding(cfg.vocab_size, cfg.embedding_dim, padding_idx=cfg.pad_index)
         if embeddings is not None:
             if tuple(embeddings.shape) != (cfg.vocab_size, cfg.embedding_dim):
-                raise ValueError(f"embedding matrix shape {tuple(embeddings.shape)} does not match "
-                                 f"vocab {cfg.vocab_size} × dim {cfg.embedding_dim}")
+                raise ValueError(
+                    f"embedding matrix shape {tuple(embeddings.shape)} does not match "
+                    f"vocab {cfg.vocab_size} × dim {cfg.embedding_dim}"
+                )
             with torch.no_grad():
                 self.embedding.weight.copy_(embeddings)
                 self.embedding.weight[cfg.pad_index].zero_()

@@ -21,8 +21,18 @@ import json
 
 from attnaudit.io import add_gather_command  # pandas only: a gather job needs no torch
 
-DEFAULT_METHODS = ["attention", "gradient", "loo", "saliency_l2", "grad_x_input", "integrated_gradients",
-                   "occlusion", "omission", "lrp", "random"]
+DEFAULT_METHODS = [
+    "attention",
+    "gradient",
+    "loo",
+    "saliency_l2",
+    "grad_x_input",
+    "integrated_gradients",
+    "occlusion",
+    "omission",
+    "lrp",
+    "random",
+]
 DEFAULTS = {
     "methods": DEFAULT_METHODS,
     "method_options": {},
@@ -45,26 +55,55 @@ def _json(text: str):
 def _scores(a):
     from attnaudit.saliency import scores
 
-    scores.run(a.dataset_dir, a.model_dir, a.out, _json(a.methods), _json(a.method_options), split=a.split,
-               batch_size=a.batch_size, chunk=a.chunk, n_chunks=a.n_chunks, seed=a.seed, threads=a.threads)
+    scores.run(
+        a.dataset_dir,
+        a.model_dir,
+        a.out,
+        _json(a.methods),
+        _json(a.method_options),
+        split=a.split,
+        batch_size=a.batch_size,
+        chunk=a.chunk,
+        n_chunks=a.n_chunks,
+        seed=a.seed,
+        threads=a.threads,
+    )
 
 
 def _agreement(a):
     from attnaudit.saliency import agreement
 
     opts = {**DEFAULTS, **_json(a.options)}
-    agreement.run(a.dataset_dir, a.scores, a.out, split=a.split, methods=opts.get("methods"), k=opts["topk"],
-                  rankings=tuple(opts["rankings"]))
+    agreement.run(
+        a.dataset_dir,
+        a.scores,
+        a.out,
+        split=a.split,
+        methods=opts.get("methods"),
+        k=opts["topk"],
+        rankings=tuple(opts["rankings"]),
+    )
 
 
 def _faithfulness(a):
     from attnaudit.saliency import faithfulness
 
     opts = {**DEFAULTS, **_json(a.options)}
-    faithfulness.run(a.dataset_dir, a.model_dir, a.scores, a.out, split=a.split, batch_size=a.batch_size,
-                     chunk=a.chunk, n_chunks=a.n_chunks, methods=opts.get("methods"),
-                     fractions=tuple(opts["fractions"]), variants=tuple(opts["variants"]),
-                     rankings=tuple(opts["rankings"]), threads=a.threads)
+    faithfulness.run(
+        a.dataset_dir,
+        a.model_dir,
+        a.scores,
+        a.out,
+        split=a.split,
+        batch_size=a.batch_size,
+        chunk=a.chunk,
+        n_chunks=a.n_chunks,
+        methods=opts.get("methods"),
+        fractions=tuple(opts["fractions"]),
+        variants=tuple(opts["variants"]),
+        rankings=tuple(opts["rankings"]),
+        threads=a.threads,
+    )
 
 
 def _tables(a):
@@ -145,4 +184,3 @@ def add_cli(subparsers) -> None:
     p.add_argument("--ranking", default="signed")
     p.add_argument("--title", default="")
     p.set_defaults(func=_figures)
-

@@ -20,8 +20,15 @@ import torch
 
 from attnaudit.data import encode_split, load_examples
 from attnaudit.io import write_parquet
-from attnaudit.saliency.ranking import (RANKINGS, k_tokens, marker_ids, rank_positions, ranking_key,
-                                        scores_by_row, stack_rows)
+from attnaudit.saliency.ranking import (
+    RANKINGS,
+    k_tokens,
+    marker_ids,
+    rank_positions,
+    ranking_key,
+    scores_by_row,
+    stack_rows,
+)
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +44,9 @@ def kendall_tau_b(scores: torch.Tensor, candidates: torch.Tensor) -> torch.Tenso
     return torch.where(denominator > 0, concordance / denominator.clamp(min=1), torch.nan)
 
 
-def topk_overlap(scores: torch.Tensor, candidates: torch.Tensor, k: float, ranking: str) -> tuple[torch.Tensor,
-                                                                                                    torch.Tensor]:
+def topk_overlap(
+    scores: torch.Tensor, candidates: torch.Tensor, k: float, ranking: str
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``[B, M, M]`` overlap of the top-k candidate sets and the k used per instance ``[B]``."""
     n = candidates.sum(dim=1)
     kk = k_tokens(n, k)
@@ -48,9 +56,16 @@ def topk_overlap(scores: torch.Tensor, candidates: torch.Tensor, k: float, ranki
     return overlap.masked_fill((kk == 0)[:, None, None], torch.nan), kk
 
 
-def agreement_frame(table: dict[int, np.ndarray], ids: dict[int, str], candidates: dict[int, np.ndarray],
-                    methods: list[str], *, k: float = 3, rankings=RANKINGS,
-                    max_elements: int = 1 << 24) -> pd.DataFrame:
+def agreement_frame(
+    table: dict[int, np.ndarray],
+    ids: dict[int, str],
+    candidates: dict[int, np.ndarray],
+    methods: list[str],
+    *,
+    k: float = 3,
+    rankings=RANKINGS,
+    max_elements: int = 1 << 24,
+) -> pd.DataFrame:
     """Long frame ``row, id, ranking, method_a, method_b, tau, topk_overlap, k, n_tokens`` over all method pairs
     (a before b in ``methods`` order). Instances are grouped by length so a group's sign tensor stays small."""
     rows = sorted(table, key=lambda r: (table[r].shape[1], r))
@@ -61,7 +76,7 @@ def agreement_frame(table: dict[int, np.ndarray], ids: dict[int, str], candidate
     while start < len(rows):
         width = table[rows[start]].shape[1]
         size = max(1, max_elements // (len(methods) * width * width))
-        group = rows[start: start + size]
+        group = rows[start : start + size]
         start += len(group)
         width = max(table[r].shape[1] for r in group)
         scores = stack_rows(table, group, width)
@@ -96,8 +111,16 @@ def candidates_of_split(dataset_dir: str, split: str) -> dict[int, np.ndarray]:
     return {i: ~np.isin(seq, markers) for i, seq in enumerate(encoded.sequences)}
 
 
-def run(dataset_dir: str, scores_path: str, out: str, *, split: str = "test", methods: list[str] | None = None,
-        k: float = 3, rankings=RANKINGS) -> pd.DataFrame:
+def run(
+    dataset_dir: str,
+    scores_path: str,
+    out: str,
+    *,
+    split: str = "test",
+    methods: list[str] | None = None,
+    k: float = 3,
+    rankings=RANKINGS,
+) -> pd.DataFrame:
     frame = pd.read_parquet(scores_path)
     methods = methods or list(dict.fromkeys(frame["method"]))
     table = scores_by_row(frame, methods)
@@ -110,8 +133,17 @@ def run(dataset_dir: str, scores_path: str, out: str, *, split: str = "test", me
     write_parquet(out, result)
     summary = result[result["ranking"] == rankings[0]].groupby(["method_a", "method_b"])["tau"].mean()
     if "attention" in methods:
-        log.info("mean τ with attention (%s ranking): %s", rankings[0], ", ".join(
-            f"{b if a == 'attention' else a} {v:.3f}" for (a, b), v in summary.items() if "attention" in (a, b)))
-    log.info("agreement: %d instances × %d method pairs × %d rankings", len(table),
-             len(methods) * (len(methods) - 1) // 2, len(rankings))
+        log.info(
+            "mean τ with attention (%s ranking): %s",
+            rankings[0],
+            ", ".join(
+                f"{b if a == 'attention' else a} {v:.3f}" for (a, b), v in summary.items() if "attention" in (a, b)
+            ),
+        )
+    log.info(
+        "agreement: %d instances × %d method pairs × %d rankings",
+        len(table),
+        len(methods) * (len(methods) - 1) // 2,
+        len(rankings),
+    )
     return result

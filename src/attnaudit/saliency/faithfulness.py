@@ -33,8 +33,17 @@ from attnaudit.data import UNK
 from attnaudit.importance import METHODS
 from attnaudit.io import write_parquet
 from attnaudit.models import Batch
-from attnaudit.saliency.ranking import (RANKINGS, candidate_mask, fraction_label, k_tokens, marker_ids,
-                                        rank_positions, ranking_key, scores_by_row, stack_rows)
+from attnaudit.saliency.ranking import (
+    RANKINGS,
+    candidate_mask,
+    fraction_label,
+    k_tokens,
+    marker_ids,
+    rank_positions,
+    ranking_key,
+    scores_by_row,
+    stack_rows,
+)
 
 log = logging.getLogger(__name__)
 
@@ -42,8 +51,9 @@ VARIANTS = ("deletion", "unk", "pad")
 FRACTIONS = (0.01, 0.05, 0.1, 0.2, 0.5)
 
 
-def perturb(batch: Batch, source: torch.Tensor, keep: torch.Tensor, variant: str, unk_index: int,
-            pad_index: int = 0) -> tuple[Batch, torch.Tensor]:
+def perturb(
+    batch: Batch, source: torch.Tensor, keep: torch.Tensor, variant: str, unk_index: int, pad_index: int = 0
+) -> tuple[Batch, torch.Tensor]:
     """Rows ``source[n]`` of ``batch`` keeping only the positions ``keep[n]``; returns the batch and the rows left
     empty (only possible for ``deletion``; they hold one pad token and must be scored NaN)."""
     tokens, mask = batch.tokens[source], batch.mask[source]
@@ -74,17 +84,26 @@ def predict_rows(model, batch: Batch, target: torch.Tensor, max_elements: int) -
     out = []
     for start in range(0, len(target), step):
         cut = slice(start, start + step)
-        sub = lambda x: None if x is None else x[cut]  # noqa: E731
-        probs = model(Batch(batch.tokens[cut], batch.mask[cut], None, [], sub(batch.query_tokens),
-                            sub(batch.query_mask))).probs
+        sub = lambda x, cut=cut: None if x is None else x[cut]
+        probs = model(
+            Batch(batch.tokens[cut], batch.mask[cut], None, [], sub(batch.query_tokens), sub(batch.query_mask))
+        ).probs
         out.append(probs.gather(1, target[cut, None]).squeeze(1))
     return torch.cat(out) if out else torch.zeros(0)
 
 
 @torch.no_grad()
-def faithfulness_batch(model, batch: Batch, keys: torch.Tensor, candidates: torch.Tensor, fractions=FRACTIONS,
-                       variants=("deletion", "unk"), unk_index: int = 1, pad_index: int = 0,
-                       max_elements: int = 1 << 25) -> dict[str, torch.Tensor]:
+def faithfulness_batch(
+    model,
+    batch: Batch,
+    keys: torch.Tensor,
+    candidates: torch.Tensor,
+    fractions=FRACTIONS,
+    variants=("deletion", "unk"),
+    unk_index: int = 1,
+    pad_index: int = 0,
+    max_elements: int = 1 << 25,
+) -> dict[str, torch.Tensor]:
     """Comprehensiveness and sufficiency for ``keys [B, S, T]`` (S rankings, higher = more important; see
     :func:`~attnaudit.saliency.ranking.ranking_key`): ``comprehensiveness``/``sufficiency`` ``[B, S, K, V]``,
     ``k_tokens [B, K]``, ``p_full [B]``, ``predicted [B]``."""
@@ -112,8 +131,13 @@ def faithfulness_batch(model, batch: Batch, keys: torch.Tensor, candidates: torc
         drop = drop.masked_fill((n == 0)[:, None, None, None], torch.nan)
         comp.append(drop[..., 0])
         suff.append(drop[..., 1])
-    return {"comprehensiveness": torch.stack(comp, dim=-1), "sufficiency": torch.stack(suff, dim=-1),
-            "k_tokens": kk, "p_full": p_full, "predicted": target}
+    return {
+        "comprehensiveness": torch.stack(comp, dim=-1),
+        "sufficiency": torch.stack(suff, dim=-1),
+        "k_tokens": kk,
+        "p_full": p_full,
+        "predicted": target,
+    }
 
 
 def ranking_plan(methods: list[str], rankings) -> tuple[list[tuple[str, str]], list[tuple[str, str, int]]]:
@@ -130,10 +154,23 @@ def ranking_plan(methods: list[str], rankings) -> tuple[list[tuple[str, str]], l
     return computed, report
 
 
-def run(dataset_dir: str, model_dir: str, scores_path: str, out: str, *, split: str = "test",
-        batch_size: int = 64, chunk: int = 0, n_chunks: int = 1, methods: list[str] | None = None,
-        fractions=FRACTIONS, variants=("deletion", "unk"), rankings=RANKINGS, max_elements: int = 1 << 25,
-        threads: int = 1) -> pd.DataFrame:
+def run(
+    dataset_dir: str,
+    model_dir: str,
+    scores_path: str,
+    out: str,
+    *,
+    split: str = "test",
+    batch_size: int = 64,
+    chunk: int = 0,
+    n_chunks: int = 1,
+    methods: list[str] | None = None,
+    fractions=FRACTIONS,
+    variants=("deletion", "unk"),
+    rankings=RANKINGS,
+    max_elements: int = 1 << 25,
+    threads: int = 1,
+) -> pd.DataFrame:
     torch.set_num_threads(threads)
     inputs = load_audit_inputs(dataset_dir, model_dir, split)
     model = inputs.model
@@ -145,13 +182,25 @@ def run(dataset_dir: str, model_dir: str, scores_path: str, out: str, *, split: 
     computed, report = ranking_plan(methods, rankings)
     method_index = {m: i for i, m in enumerate(methods)}
     n_batches = len(chunk_of(batch_plan(inputs.encoded, batch_size), chunk, n_chunks))
-    log.info("faithfulness: %s, chunk %d/%d, %d methods × %d rankings, k = %s, variants %s", model_dir, chunk + 1,
-             n_chunks, len(methods), len(rankings), [fraction_label(f) for f in fractions], list(variants))
+    log.info(
+        "faithfulness: %s, chunk %d/%d, %d methods × %d rankings, k = %s, variants %s",
+        model_dir,
+        chunk + 1,
+        n_chunks,
+        len(methods),
+        len(rankings),
+        [fraction_label(f) for f in fractions],
+        list(variants),
+    )
     labels = np.array([fraction_label(f) for f in fractions])
     columns = defaultdict(list)
     seen = 0
-    for rows, batch in tqdm(iterate_chunk(inputs, batch_size, chunk, n_chunks), total=n_batches,
-                            desc=f"faithfulness chunk {chunk + 1}/{n_chunks}", mininterval=10):
+    for rows, batch in tqdm(
+        iterate_chunk(inputs, batch_size, chunk, n_chunks),
+        total=n_batches,
+        desc=f"faithfulness chunk {chunk + 1}/{n_chunks}",
+        mininterval=10,
+    ):
         missing = [int(r) for r in rows if int(r) not in table]
         if missing:
             raise ValueError(f"{scores_path} has no scores for rows {missing[:5]}: chunking differs")
@@ -161,8 +210,9 @@ def run(dataset_dir: str, model_dir: str, scores_path: str, out: str, *, split: 
             raise ValueError(f"{scores_path}: score lengths differ from the tokenised instances")
         cand = candidate_mask(batch.tokens, batch.mask, markers)
         keys = torch.stack([ranking_key(scores[:, method_index[m]], cand, r) for m, r in computed], dim=1)
-        result = faithfulness_batch(model, batch, keys, cand, fractions, variants, unk_index,
-                                    model.cfg.pad_index, max_elements)
+        result = faithfulness_batch(
+            model, batch, keys, cand, fractions, variants, unk_index, model.cfg.pad_index, max_elements
+        )
         comp = result["comprehensiveness"].cpu().numpy()  # [B, S, K, V]
         suff = result["sufficiency"].cpu().numpy()
         kk = result["k_tokens"].cpu().numpy()
@@ -189,6 +239,11 @@ def run(dataset_dir: str, model_dir: str, scores_path: str, out: str, *, split: 
     write_parquet(out, frame)
     summary = frame[(frame["ranking"] == rankings[0]) & (frame["variant"] == variants[0])]
     summary = summary.groupby("method", sort=False)[["comprehensiveness", "sufficiency"]].mean()
-    log.info("faithfulness of %d instances (AOPC, %s ranking, %s):\n%s", seen, rankings[0], variants[0],
-             summary.round(4).to_string())
+    log.info(
+        "faithfulness of %d instances (AOPC, %s ranking, %s):\n%s",
+        seen,
+        rankings[0],
+        variants[0],
+        summary.round(4).to_string(),
+    )
     return frame

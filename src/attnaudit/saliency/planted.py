@@ -29,14 +29,20 @@ def planted_positions(dataset_dir: str, split: str) -> dict[int, np.ndarray]:
     return {i: np.array(p, dtype=np.int64) for i, p in enumerate(rows["important"])}  # writable copies
 
 
-def precision_frame(table: dict[int, np.ndarray], important: dict[int, np.ndarray],
-                    candidates: dict[int, np.ndarray], methods: list[str], ks=(1,), rankings=RANKINGS,
-                    group_size: int = 512) -> pd.DataFrame:
+def precision_frame(
+    table: dict[int, np.ndarray],
+    important: dict[int, np.ndarray],
+    candidates: dict[int, np.ndarray],
+    methods: list[str],
+    ks=(1,),
+    rankings=RANKINGS,
+    group_size: int = 512,
+) -> pd.DataFrame:
     """Per-instance precision@k: ``row, method, ranking, k, k_tokens, precision_at_k``."""
     frames = []
     rows = sorted(table, key=lambda r: (table[r].shape[1], r))
     for start in range(0, len(rows), group_size):
-        group = rows[start: start + group_size]
+        group = rows[start : start + group_size]
         scores = stack_rows(table, group)  # [G, M, T]
         width = scores.shape[-1]
         cand = torch.zeros(len(group), width, dtype=torch.bool)
@@ -52,10 +58,18 @@ def precision_frame(table: dict[int, np.ndarray], important: dict[int, np.ndarra
                 top = ranks < kk[:, None, None]
                 hits = (top & planted[:, None]).sum(dim=-1).double()
                 precision = (hits / kk.clamp(min=1)[:, None]).masked_fill((kk == 0)[:, None], torch.nan)
-                frames.append(pd.DataFrame({
-                    "row": np.repeat(group, len(methods)), "method": np.tile(methods, len(group)),
-                    "ranking": ranking, "k": label, "k_tokens": np.repeat(kk.numpy(), len(methods)),
-                    "precision_at_k": precision.numpy().ravel()}))
+                frames.append(
+                    pd.DataFrame(
+                        {
+                            "row": np.repeat(group, len(methods)),
+                            "method": np.tile(methods, len(group)),
+                            "ranking": ranking,
+                            "k": label,
+                            "k_tokens": np.repeat(kk.numpy(), len(methods)),
+                            "precision_at_k": precision.numpy().ravel(),
+                        }
+                    )
+                )
     return pd.concat(frames, ignore_index=True)
 
 
@@ -72,15 +86,23 @@ def run(runs: list[dict], out: str, *, split: str = "test", ks=(1,), rankings=RA
         important = planted_positions(spec["dataset_dir"], split)
         candidates = candidates_of_split(spec["dataset_dir"], split)
         per_instance = precision_frame(table, important, candidates, methods, ks, rankings)
-        summary = (per_instance.groupby(["method", "ranking", "k"], sort=False)["precision_at_k"]
-                   .agg(precision_at_k="mean", n_instances="count").reset_index())
+        summary = (
+            per_instance.groupby(["method", "ranking", "k"], sort=False)["precision_at_k"]
+            .agg(precision_at_k="mean", n_instances="count")
+            .reset_index()
+        )
         summary.insert(1, "signed", summary["method"].map(lambda m: METHODS[m].signed if m in METHODS else None))
         summary.insert(0, "model", spec["model"])
         summary.insert(0, "dataset", spec["dataset"])
         tables.append(summary)
         best = summary[(summary["k"] == "n_planted") & (summary["ranking"] == rankings[0])]
-        log.info("%s/%s precision@n_planted (%s): %s", spec["dataset"], spec["model"], rankings[0],
-                 ", ".join(f"{m} {p:.3f}" for m, p in zip(best["method"], best["precision_at_k"])))
+        log.info(
+            "%s/%s precision@n_planted (%s): %s",
+            spec["dataset"],
+            spec["model"],
+            rankings[0],
+            ", ".join(f"{m} {p:.3f}" for m, p in zip(best["method"], best["precision_at_k"])),
+        )
     columns = ["dataset", "model", "method", "signed", "ranking", "k", "precision_at_k", "n_instances"]
     result = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame(columns=columns)
     with atomic_path(out) as tmp:

@@ -73,8 +73,10 @@ def scores_by_row(frame: pd.DataFrame, methods: list[str]) -> dict[int, np.ndarr
         missing = sorted(set(methods) - set(frame["method"]))
         raise ValueError(f"scores lack methods {missing or '(some rows incomplete)'}")
     rows, values = sub["row"].to_numpy()[:: len(methods)], sub["scores"].to_numpy()
-    return {int(r): np.stack(values[i * len(methods): (i + 1) * len(methods)]).astype(np.float32)
-            for i, r in enumerate(rows)}
+    return {
+        int(r): np.stack(values[i * len(methods) : (i + 1) * len(methods)]).astype(np.float32)
+        for i, r in enumerate(rows)
+    }
 
 
 def stack_rows(table: dict[int, np.ndarray], rows, width: int | None = None) -> torch.Tensor:

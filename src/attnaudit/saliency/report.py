@@ -35,20 +35,38 @@ def _write_csv(path, frame: pd.DataFrame) -> None:
 
 def agreement_table(frame: pd.DataFrame) -> pd.DataFrame:
     grouped = frame.groupby(["ranking", "method_a", "method_b"], sort=False)
-    table = grouped.agg(tau_mean=("tau", "mean"), topk_overlap=("topk_overlap", "mean"), tau_sd=("tau", "std"),
-                        k=("k", "median"), n_instances=("tau", "count")).reset_index()
+    table = grouped.agg(
+        tau_mean=("tau", "mean"),
+        topk_overlap=("topk_overlap", "mean"),
+        tau_sd=("tau", "std"),
+        k=("k", "median"),
+        n_instances=("tau", "count"),
+    ).reset_index()
     return table
 
 
 def faithfulness_table(frame: pd.DataFrame) -> pd.DataFrame:
     keys = ["variant", "ranking", "method"]
-    per_k = (frame.groupby([*keys, "k"], sort=False)
-             .agg(comprehensiveness=("comprehensiveness", "mean"), sufficiency=("sufficiency", "mean"),
-                  n_instances=("comprehensiveness", "count")).reset_index())
+    per_k = (
+        frame.groupby([*keys, "k"], sort=False)
+        .agg(
+            comprehensiveness=("comprehensiveness", "mean"),
+            sufficiency=("sufficiency", "mean"),
+            n_instances=("comprehensiveness", "count"),
+        )
+        .reset_index()
+    )
     aopc = frame.groupby([*keys, "row"], sort=False)[["comprehensiveness", "sufficiency"]].mean().reset_index()
-    aopc = (aopc.groupby(keys, sort=False)
-            .agg(comprehensiveness=("comprehensiveness", "mean"), sufficiency=("sufficiency", "mean"),
-                 n_instances=("comprehensiveness", "count")).reset_index().assign(k="aopc"))
+    aopc = (
+        aopc.groupby(keys, sort=False)
+        .agg(
+            comprehensiveness=("comprehensiveness", "mean"),
+            sufficiency=("sufficiency", "mean"),
+            n_instances=("comprehensiveness", "count"),
+        )
+        .reset_index()
+        .assign(k="aopc")
+    )
     table = pd.concat([per_k, aopc], ignore_index=True)
     order = [pd.Categorical(table[key], categories=list(dict.fromkeys(table[key]))).codes for key in keys]
     table = table.iloc[np.lexsort(order[::-1]), :].reset_index(drop=True)  # grouped, in first-seen order
@@ -65,8 +83,12 @@ def _signed(method: str):
 
 def cost_table(scores: pd.DataFrame) -> pd.DataFrame:
     grouped = scores.groupby("method", sort=False)
-    table = grouped.agg(seconds=("seconds", "sum"), n_instances=("row", "nunique"), device=("device", "first"),
-                        threads=("threads", "first")).reset_index()
+    table = grouped.agg(
+        seconds=("seconds", "sum"),
+        n_instances=("row", "nunique"),
+        device=("device", "first"),
+        threads=("threads", "first"),
+    ).reset_index()
     table.insert(1, "seconds_per_1000", 1000 * table.pop("seconds") / table["n_instances"])
     return table
 
@@ -76,19 +98,30 @@ def ig_table(scores: pd.DataFrame) -> pd.DataFrame:
     if ig.empty:
         return pd.DataFrame()
     delta = ig["delta"].abs()
-    return pd.DataFrame({"n_instances": [len(ig)], "delta_abs_mean": [delta.mean()],
-                         "delta_abs_max": [delta.max()], "n_flagged": [int(ig["flagged"].sum())]})
+    return pd.DataFrame(
+        {
+            "n_instances": [len(ig)],
+            "delta_abs_mean": [delta.mean()],
+            "delta_abs_max": [delta.max()],
+            "n_flagged": [int(ig["flagged"].sum())],
+        }
+    )
 
 
 def run_tables(audits_dir: str, runs: list[tuple[str, str]], out_dir: str) -> dict[str, pd.DataFrame]:
     tables = {"agreement": [], "faithfulness": [], "cost": [], "ig_convergence": []}
     for dataset, model in runs:
         base = Path(audits_dir) / dataset / model
-        scores = pd.read_parquet(base / "saliency_scores.parquet",
-                                 columns=["row", "method", "seconds", "device", "threads", "delta", "flagged"])
-        parts = {"agreement": agreement_table(pd.read_parquet(base / "saliency_agreement.parquet")),
-                 "faithfulness": faithfulness_table(pd.read_parquet(base / "saliency_faithfulness.parquet")),
-                 "cost": cost_table(scores), "ig_convergence": ig_table(scores)}
+        scores = pd.read_parquet(
+            base / "saliency_scores.parquet",
+            columns=["row", "method", "seconds", "device", "threads", "delta", "flagged"],
+        )
+        parts = {
+            "agreement": agreement_table(pd.read_parquet(base / "saliency_agreement.parquet")),
+            "faithfulness": faithfulness_table(pd.read_parquet(base / "saliency_faithfulness.parquet")),
+            "cost": cost_table(scores),
+            "ig_convergence": ig_table(scores),
+        }
         for name, table in parts.items():
             if not table.empty:
                 table.insert(0, "model", model)
@@ -102,11 +135,18 @@ def run_tables(audits_dir: str, runs: list[tuple[str, str]], out_dir: str) -> di
     aopc = out["faithfulness"]
     if not aopc.empty:
         aopc = aopc[aopc["k"] == "aopc"]
-        for (dataset, model, variant, ranking), group in aopc.groupby(["dataset", "model", "variant", "ranking"],
-                                                                      sort=False):
+        for (dataset, model, variant, ranking), group in aopc.groupby(
+            ["dataset", "model", "variant", "ranking"], sort=False
+        ):
             best = group.sort_values("comprehensiveness", ascending=False)
-            log.info("%s/%s AOPC comprehensiveness (%s, %s ranking): %s", dataset, model, variant, ranking,
-                     ", ".join(f"{m} {c:.3f}" for m, c in zip(best["method"], best["comprehensiveness"])))
+            log.info(
+                "%s/%s AOPC comprehensiveness (%s, %s ranking): %s",
+                dataset,
+                model,
+                variant,
+                ranking,
+                ", ".join(f"{m} {c:.3f}" for m, c in zip(best["method"], best["comprehensiveness"])),
+            )
     return out
 
 
@@ -130,13 +170,25 @@ def agreement_heatmap(agreement: pd.DataFrame, out: str, ranking: str = "signed"
     methods = list(dict.fromkeys([*table["method_a"], *table["method_b"]]))
     side = 0.7 * len(methods)
     fig, axes = plt.subplots(1, 2, figsize=(2 * side + 4, side + 2.5))
-    for ax, column, label in ((axes[0], "tau_mean", "mean Kendall τ-b"),
-                              (axes[1], "topk_overlap", f"mean top-{int(table['k'].median())} overlap")):
+    for ax, column, label in (
+        (axes[0], "tau_mean", "mean Kendall τ-b"),
+        (axes[1], "topk_overlap", f"mean top-{int(table['k'].median())} overlap"),
+    ):
         matrix = pd.DataFrame(np.eye(len(methods)), index=methods, columns=methods)
         for row in table.itertuples():
             matrix.loc[row.method_a, row.method_b] = matrix.loc[row.method_b, row.method_a] = getattr(row, column)
-        sns.heatmap(matrix, ax=ax, annot=True, fmt=".2f", cmap="vlag", vmin=-1 if column == "tau_mean" else 0,
-                    vmax=1, square=True, cbar=False, annot_kws={"size": 7})
+        sns.heatmap(
+            matrix,
+            ax=ax,
+            annot=True,
+            fmt=".2f",
+            cmap="vlag",
+            vmin=-1 if column == "tau_mean" else 0,
+            vmax=1,
+            square=True,
+            cbar=False,
+            annot_kws={"size": 7},
+        )
         ax.set_title(label)
     fig.suptitle(f"{title} ({ranking} ranking)")
     fig.tight_layout()
@@ -152,8 +204,7 @@ def faithfulness_curves(faithfulness: pd.DataFrame, out: str, ranking: str = "si
     import matplotlib.pyplot as plt
 
     frame = faithfulness[faithfulness["ranking"] == ranking]
-    means = (frame.groupby(["variant", "method", "fraction"])[["comprehensiveness", "sufficiency"]].mean()
-             .sort_index())
+    means = frame.groupby(["variant", "method", "fraction"])[["comprehensiveness", "sufficiency"]].mean().sort_index()
     variants = list(dict.fromkeys(frame["variant"]))
     methods = list(dict.fromkeys(frame["method"]))
     fig, axes = plt.subplots(len(variants), 2, figsize=(10, 3.6 * len(variants)), squeeze=False)
@@ -162,8 +213,14 @@ def faithfulness_curves(faithfulness: pd.DataFrame, out: str, ranking: str = "si
             ax = axes[i, j]
             for method in methods:
                 curve = means.loc[(variant, method)][metric]
-                ax.plot(100 * curve.index.to_numpy(), curve.to_numpy(), marker="o", markersize=3, label=method,
-                        **_style(method))
+                ax.plot(
+                    100 * curve.index.to_numpy(),
+                    curve.to_numpy(),
+                    marker="o",
+                    markersize=3,
+                    label=method,
+                    **_style(method),
+                )
             ax.set_xscale("log")
             ax.set_xlabel("k (% of tokens, log scale)")
             ax.set_ylabel("drop in p(predicted class)")
@@ -177,7 +234,8 @@ def faithfulness_curves(faithfulness: pd.DataFrame, out: str, ranking: str = "si
     plt.close(fig)
 
 
-def run_figures(agreement_path: str, faithfulness_path: str, heatmap: str, curves: str, ranking: str = "signed",
-                title: str = "") -> None:
+def run_figures(
+    agreement_path: str, faithfulness_path: str, heatmap: str, curves: str, ranking: str = "signed", title: str = ""
+) -> None:
     agreement_heatmap(pd.read_parquet(agreement_path), heatmap, ranking, title)
     faithfulness_curves(pd.read_parquet(faithfulness_path), curves, ranking, title)

@@ -22,7 +22,7 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
-from attnaudit.auditing import chunk_of, batch_plan, iterate_chunk, load_audit_inputs
+from attnaudit.auditing import batch_plan, chunk_of, iterate_chunk, load_audit_inputs
 from attnaudit.importance import ImportanceMethod, get_method
 from attnaudit.io import write_parquet
 
@@ -63,20 +63,44 @@ def score_batch(model, batch, methods: dict[str, ImportanceMethod], device: torc
     return scores, extra
 
 
-def run(dataset_dir: str, model_dir: str, out: str, methods: list[str], method_options: dict, *,
-        split: str = "test", batch_size: int = 64, chunk: int = 0, n_chunks: int = 1, seed: int = 0,
-        threads: int = 1) -> pd.DataFrame:
+def run(
+    dataset_dir: str,
+    model_dir: str,
+    out: str,
+    methods: list[str],
+    method_options: dict,
+    *,
+    split: str = "test",
+    batch_size: int = 64,
+    chunk: int = 0,
+    n_chunks: int = 1,
+    seed: int = 0,
+    threads: int = 1,
+) -> pd.DataFrame:
     torch.set_num_threads(threads)
     inputs = load_audit_inputs(dataset_dir, model_dir, split)
     model, device = inputs.model, inputs.device
     objects = build_methods(methods, method_options, seed)
     n_batches = len(chunk_of(batch_plan(inputs.encoded, batch_size), chunk, n_chunks))
-    log.info("saliency scores: %s on %s, chunk %d/%d (%d batches), methods %s, device %s, %d thread(s)",
-             model_dir, split, chunk + 1, n_chunks, n_batches, ", ".join(methods), device, threads)
+    log.info(
+        "saliency scores: %s on %s, chunk %d/%d (%d batches), methods %s, device %s, %d thread(s)",
+        model_dir,
+        split,
+        chunk + 1,
+        n_chunks,
+        n_batches,
+        ", ".join(methods),
+        device,
+        threads,
+    )
     columns = defaultdict(list)
     totals = defaultdict(float)
-    for rows, batch in tqdm(iterate_chunk(inputs, batch_size, chunk, n_chunks), total=n_batches,
-                            desc=f"saliency chunk {chunk + 1}/{n_chunks}", mininterval=10):
+    for rows, batch in tqdm(
+        iterate_chunk(inputs, batch_size, chunk, n_chunks),
+        total=n_batches,
+        desc=f"saliency chunk {chunk + 1}/{n_chunks}",
+        mininterval=10,
+    ):
         with torch.no_grad():
             probs = model(batch).probs
         predicted = probs.argmax(dim=-1)
@@ -106,9 +130,13 @@ def run(dataset_dir: str, model_dir: str, out: str, methods: list[str], method_o
     frame = frame.sort_values("row", kind="stable").reset_index(drop=True)
     write_parquet(out, frame)
     n = frame["row"].nunique()
-    log.info("scored %d instances; seconds per 1,000 instances: %s", n,
-             ", ".join(f"{k} {1000 * v / max(n, 1):.1f}" for k, v in totals.items()))
+    log.info(
+        "scored %d instances; seconds per 1,000 instances: %s",
+        n,
+        ", ".join(f"{k} {1000 * v / max(n, 1):.1f}" for k, v in totals.items()),
+    )
     if "delta" in frame and frame["flagged"].any():
-        log.warning("integrated gradients: %d of %d instances exceed the convergence tolerance",
-                    int(frame["flagged"].sum()), n)
+        log.warning(
+            "integrated gradients: %d of %d instances exceed the convergence tolerance", int(frame["flagged"].sum()), n
+        )
     return frame

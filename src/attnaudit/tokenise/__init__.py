@@ -65,8 +65,9 @@ def tokenize_texts(texts: list[str], *, lowercase: bool = True, batch_size: int 
 def build_vocab(train_tokens: list[list[str]], min_count: int) -> dict[str, int]:
     """Specials first, then train words with count ≥ ``min_count`` by descending count, ties alphabetical."""
     counts = Counter(t for toks in train_tokens for t in toks)
-    words = sorted((w for w, c in counts.items() if c >= min_count and w not in SPECIALS),
-                   key=lambda w: (-counts[w], w))
+    words = sorted(
+        (w for w, c in counts.items() if c >= min_count and w not in SPECIALS), key=lambda w: (-counts[w], w)
+    )
     return {w: i for i, w in enumerate([*SPECIALS, *words])}
 
 
@@ -108,8 +109,10 @@ def tokenise_documents(docs: pd.DataFrame, options: dict, seed: int) -> tuple[pd
     docs = docs.reset_index(drop=True)
     if options["max_examples"]:
         # a seeded, stratified-by-split slice for quick runs (tests/config.yaml)
-        keep = [g.sample(n=min(len(g), options["max_examples"]), random_state=seed).index
-                for _, g in docs.groupby("split", sort=True)]
+        keep = [
+            g.sample(n=min(len(g), options["max_examples"]), random_state=seed).index
+            for _, g in docs.groupby("split", sort=True)
+        ]
         docs = docs.loc[sorted(np.concatenate(keep))]
     tokens = tokenize_texts(docs["text"].fillna("").tolist(), lowercase=options["lowercase"])
     docs = docs.assign(tokens=tokens, n_tokens=[len(t) for t in tokens])
@@ -184,8 +187,13 @@ def run(documents: str, out_dir: str, options: dict, seed: int) -> dict:
     write_parquet(out / "examples.parquet", examples)
     write_json(out / "vocab.json", vocab)
     write_json(out / "stats.json", stats)
-    log.info("tokenised %d examples (%s), vocab %d, dropped %s", stats["total"], stats["counts"],
-             stats["vocab_size"], stats["dropped"])
+    log.info(
+        "tokenised %d examples (%s), vocab %d, dropped %s",
+        stats["total"],
+        stats["counts"],
+        stats["vocab_size"],
+        stats["dropped"],
+    )
     return stats
 
 

@@ -62,8 +62,11 @@ def classification_metrics(labels: np.ndarray, probs: np.ndarray) -> dict:
     num_classes = probs.shape[1]
     per_class = f1_score(labels, predicted, average=None, labels=list(range(num_classes)), zero_division=0)
     try:
-        auc = (roc_auc_score(labels, probs[:, 1]) if num_classes == 2
-               else roc_auc_score(labels, probs, multi_class="ovr", average="macro"))
+        auc = (
+            roc_auc_score(labels, probs[:, 1])
+            if num_classes == 2
+            else roc_auc_score(labels, probs, multi_class="ovr", average="macro")
+        )
     except ValueError:  # a split with one class present
         auc = float("nan")
     return {
@@ -90,8 +93,9 @@ def predict(model: AttentionClassifier, data: Encoded, batch_size: int, device) 
     return probs, attention
 
 
-def train_model(dataset_dir: str, embeddings: str, spec: dict, threads: int = 1,
-                progress: bool = True) -> tuple[AttentionClassifier, dict, pd.DataFrame]:
+def train_model(
+    dataset_dir: str, embeddings: str, spec: dict, threads: int = 1, progress: bool = True
+) -> tuple[AttentionClassifier, dict, pd.DataFrame]:
     spec = {**DEFAULTS, **spec}
     started = time.time()
     torch.set_num_threads(max(1, threads))
@@ -104,17 +108,24 @@ def train_model(dataset_dir: str, embeddings: str, spec: dict, threads: int = 1,
             raise AttnauditError(f"{dataset_dir}/examples.parquet has no '{name}' examples")
     num_classes = int(examples["label"].max()) + 1
     matrix = torch.from_numpy(np.load(embeddings))
-    cfg = ModelConfig(vocab_size=len(vocab), num_classes=num_classes, encoder=spec["encoder"],
-                      attention=spec["attention"], embedding_dim=matrix.shape[1], lstm_hidden=spec["lstm_hidden"],
-                      cnn_kernels=tuple(spec["cnn_kernels"]), cnn_filters=spec["cnn_filters"],
-                      average_hidden=spec["average_hidden"], dropout=spec["dropout"])
+    cfg = ModelConfig(
+        vocab_size=len(vocab),
+        num_classes=num_classes,
+        encoder=spec["encoder"],
+        attention=spec["attention"],
+        embedding_dim=matrix.shape[1],
+        lstm_hidden=spec["lstm_hidden"],
+        cnn_kernels=tuple(spec["cnn_kernels"]),
+        cnn_filters=spec["cnn_filters"],
+        average_hidden=spec["average_hidden"],
+        dropout=spec["dropout"],
+    )
     model = AttentionClassifier(cfg, matrix).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=spec["lr"], weight_decay=spec["weight_decay"])
     weight = None
     if spec["class_weighting"]:
         counts = np.bincount(splits["train"].labels, minlength=num_classes).astype(np.float64)
-        weight = torch.tensor(counts.sum() / (num_classes * np.maximum(counts, 1)), dtype=torch.float32,
-                              device=device)
+        weight = torch.tensor(counts.sum() / (num_classes * np.maximum(counts, 1)), dtype=torch.float32, device=device)
     loss_fn = torch.nn.CrossEntropyLoss(weight=weight)
 
     history, best_score, best_state, best_epoch = [], -np.inf, None, None
@@ -123,13 +134,16 @@ def train_model(dataset_dir: str, embeddings: str, spec: dict, threads: int = 1,
         total, batches = 0.0, 0
         stream = iterate_batches(splits["train"], spec["batch_size"], shuffle=True, seed=spec["seed"] * 1000 + epoch)
         n_batches = -(-len(splits["train"]) // spec["batch_size"])
-        for index, (_, batch) in enumerate(tqdm(stream, total=n_batches, desc=f"epoch {epoch}",
-                                                 disable=not progress, mininterval=5)):
+        for index, (_, batch) in enumerate(
+            tqdm(stream, total=n_batches, desc=f"epoch {epoch}", disable=not progress, mininterval=5)
+        ):
             batch = batch.to(device)
             loss = loss_fn(model(batch).logits, batch.labels)
             if not torch.isfinite(loss):
-                raise AttnauditError(f"training diverged: loss is {loss.item()} at epoch {epoch}, batch {index} "
-                                     f"(lr {spec['lr']}); lower the learning rate or check the embeddings")
+                raise AttnauditError(
+                    f"training diverged: loss is {loss.item()} at epoch {epoch}, batch {index} "
+                    f"(lr {spec['lr']}); lower the learning rate or check the embeddings"
+                )
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -137,10 +151,21 @@ def train_model(dataset_dir: str, embeddings: str, spec: dict, threads: int = 1,
             batches += 1
         dev_probs, _ = predict(model, splits["dev"], spec["eval_batch_size"], device)
         dev = classification_metrics(splits["dev"].labels, dev_probs)
-        history.append({"epoch": epoch, "train_loss": total / max(batches, 1), **{f"dev_{k}": v for k, v in dev.items()
-                                                                                if k != "per_class_f1"}})
-        log.info("epoch %d: train loss %.4f, dev acc %.4f, dev F1 %.4f, dev AUC %.4f", epoch,
-                 history[-1]["train_loss"], dev["accuracy"], dev["macro_f1"], dev["roc_auc"])
+        history.append(
+            {
+                "epoch": epoch,
+                "train_loss": total / max(batches, 1),
+                **{f"dev_{k}": v for k, v in dev.items() if k != "per_class_f1"},
+            }
+        )
+        log.info(
+            "epoch %d: train loss %.4f, dev acc %.4f, dev F1 %.4f, dev AUC %.4f",
+            epoch,
+            history[-1]["train_loss"],
+            dev["accuracy"],
+            dev["macro_f1"],
+            dev["roc_auc"],
+        )
         score = dev[spec["selection_metric"]]
         if spec["selection"] == "last" or score > best_score:
             best_score, best_epoch = score, epoch
@@ -154,9 +179,18 @@ def train_model(dataset_dir: str, embeddings: str, spec: dict, threads: int = 1,
         probs, attention = predict(model, data, spec["eval_batch_size"], device)
         if name != "train":
             metrics[name] = classification_metrics(data.labels, probs)
-        frames.append(pd.DataFrame({"id": data.ids, "split": name, "label": data.labels,
-                                    "predicted": probs.argmax(1), "probs": list(probs),
-                                    "attention": attention}))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "id": data.ids,
+                    "split": name,
+                    "label": data.labels,
+                    "predicted": probs.argmax(1),
+                    "probs": list(probs),
+                    "attention": attention,
+                }
+            )
+        )
     metrics["provenance"] = provenance(device, threads, spec["seed"], time.time() - started)
     return model, metrics, pd.concat(frames, ignore_index=True)
 
