@@ -15,10 +15,11 @@ from attnaudit.cli import main
 from attnaudit.io import gather_chunks
 from attnaudit.jain_wallace import reference, rng
 from attnaudit.jain_wallace.adversarial import epsilon_max_jsd, find_adversaries
-from attnaudit.jain_wallace.common import batch_seeds, content_mask
+from attnaudit.jain_wallace.common import batch_seeds
 from attnaudit.jain_wallace.options import DEFAULTS, resolve
 from attnaudit.jain_wallace.permutation import permutation_deltas, permute
 from attnaudit.jain_wallace.run import run_audit
+from attnaudit.masks import content_mask
 from attnaudit.metrics import LN2, jsd, tvd
 
 MARKERS = (2, 3)

@@ -16,9 +16,10 @@ from attnaudit.data import collate
 from attnaudit.importance import get_method
 from attnaudit.importance._forward import class_scores, embedding_forward
 from attnaudit.io import gather_chunks
+from attnaudit.masks import candidate_mask
 from attnaudit.metrics import kendall_tau
 from attnaudit.saliency import agreement, faithfulness, planted, report, scores
-from attnaudit.saliency.ranking import candidate_mask, k_tokens, rank_positions, ranking_key
+from attnaudit.saliency.ranking import k_tokens, rank_positions, ranking_key
 
 
 def _predicted_output(model, batch, embedded, output="prob"):

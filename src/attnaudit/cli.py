@@ -10,8 +10,26 @@ import sys
 from attnaudit import AttnauditError
 
 # one entry per stage module; each exposes add_cli(subparsers)
-STAGES = ["corpora", "tokenise", "embeddings", "train", "benchmarks", "jain_wallace", "bench", "saliency"]
-ALIASES = {"jain-wallace": "jain_wallace", "jw": "jain_wallace"}
+STAGES = [
+    "corpora",
+    "tokenise",
+    "embeddings",
+    "train",
+    "benchmarks",
+    "jain_wallace",
+    "bench",
+    "saliency",
+    "wiegreffe_pinter",
+    "tutek_snajder",
+]
+ALIASES = {
+    "jain-wallace": "jain_wallace",
+    "jw": "jain_wallace",
+    "wiegreffe-pinter": "wiegreffe_pinter",
+    "wp": "wiegreffe_pinter",
+    "tutek-snajder": "tutek_snajder",
+    "ts": "tutek_snajder",
+}
 
 
 def stages_for(argv: list[str]) -> list[str]:

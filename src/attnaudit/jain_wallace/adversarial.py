@@ -31,7 +31,8 @@ import numpy as np
 import torch
 
 from attnaudit.jain_wallace import rng
-from attnaudit.jain_wallace.common import Context, batch_seeds, content_mask, instance_columns, ragged
+from attnaudit.jain_wallace.common import Context, batch_seeds, instance_columns, ragged
+from attnaudit.masks import content_mask
 from attnaudit.metrics import jsd, tvd
 from attnaudit.models import masked_softmax
 

@@ -23,9 +23,10 @@ from attnaudit.data import collate
 from attnaudit.importance import get_method
 from attnaudit.jain_wallace import reference
 from attnaudit.jain_wallace.adversarial import find_adversaries
-from attnaudit.jain_wallace.common import batch_seeds, content_mask, marker_ids
+from attnaudit.jain_wallace.common import batch_seeds
 from attnaudit.jain_wallace.options import resolve
 from attnaudit.jain_wallace.permutation import deltas_given_h
+from attnaudit.masks import content_mask, marker_ids
 
 log = logging.getLogger(__name__)
 AUDITS = ("gradient", "loo", "permutation", "adversarial")

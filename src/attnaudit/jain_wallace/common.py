@@ -8,7 +8,6 @@ import numpy as np
 import torch
 
 from attnaudit.auditing import instance_seed
-from attnaudit.data import BOS, EOS
 from attnaudit.models import Batch
 
 
@@ -19,20 +18,6 @@ class Context:
     options: dict  # resolved jain_wallace options (attnaudit.jain_wallace.options.resolve)
     markers: tuple[int, ...]  # vocabulary ids of the sentence markers <s>, </s>
     seed: int = 0  # base seed; each instance draws from instance_seed(seed, id)
-
-
-def marker_ids(vocab: dict[str, int]) -> tuple[int, ...]:
-    return tuple(vocab[m] for m in (BOS, EOS) if m in vocab)
-
-
-def content_mask(batch: Batch, markers: tuple[int, ...], exclude_markers: bool = True) -> torch.Tensor:
-    """Real positions, without the sentence markers when ``exclude_markers``. An instance made only of
-    markers keeps all its real positions (so every instance has something to rank, permute or attend to)."""
-    if not exclude_markers or not markers:
-        return batch.mask
-    content = batch.mask & ~torch.isin(batch.tokens, torch.tensor(markers, device=batch.tokens.device))
-    empty = ~content.any(dim=1, keepdim=True)
-    return torch.where(empty, batch.mask, content)
 
 
 def batch_seeds(base_seed: int, ids: list[str]) -> torch.Tensor:

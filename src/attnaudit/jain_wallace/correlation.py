@@ -15,7 +15,8 @@ import numpy as np
 import torch
 
 from attnaudit.importance import get_method
-from attnaudit.jain_wallace.common import Context, content_mask, instance_columns, ragged
+from attnaudit.jain_wallace.common import Context, instance_columns, ragged
+from attnaudit.masks import content_mask
 from attnaudit.metrics import kendall_tau
 
 

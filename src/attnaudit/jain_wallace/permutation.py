@@ -13,7 +13,8 @@ import numpy as np
 import torch
 
 from attnaudit.jain_wallace import rng
-from attnaudit.jain_wallace.common import Context, batch_seeds, content_mask, instance_columns
+from attnaudit.jain_wallace.common import Context, batch_seeds, instance_columns
+from attnaudit.masks import content_mask
 from attnaudit.metrics import tvd
 
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)

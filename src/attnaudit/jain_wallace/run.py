@@ -15,10 +15,11 @@ from attnaudit import AttnauditError
 from attnaudit.auditing import batch_plan, chunk_of, iterate_chunk, load_audit_inputs
 from attnaudit.io import write_parquet
 from attnaudit.jain_wallace.adversarial import adversarial_batch
-from attnaudit.jain_wallace.common import Context, marker_ids
+from attnaudit.jain_wallace.common import Context
 from attnaudit.jain_wallace.correlation import correlation_batch
 from attnaudit.jain_wallace.options import resolve
 from attnaudit.jain_wallace.permutation import permutation_batch
+from attnaudit.masks import marker_ids
 
 log = logging.getLogger(__name__)
 

@@ -225,6 +225,12 @@ class AttentionClassifier(nn.Module):
         context = torch.einsum("b...t,btm->b...m", alpha, hidden)
         return self.decoder(self.dropout(context))
 
+    def token_logits(self, hidden: torch.Tensor, query: torch.Tensor | None = None) -> torch.Tensor:
+        """Per-token logits ``[B, T, C]``: the decoder applied to each hidden state alone, as if all attention
+        were on that token. The decoder is linear, so Dec(Σ_t α_t h_t) = Σ_t α_t (W h_t + b) (T&Š Eq. 9) and
+        ``decode(h, α) == einsum(α, token_logits(h))`` for any distribution α (no dropout in eval mode)."""
+        return self.decoder(hidden)
+
     # -- the full model ----------------------------------------------------------------------------------
     def forward(
         self,

@@ -20,10 +20,10 @@ import torch
 
 from attnaudit.data import encode_split, load_examples
 from attnaudit.io import write_parquet
+from attnaudit.masks import marker_ids
 from attnaudit.saliency.ranking import (
     RANKINGS,
     k_tokens,
-    marker_ids,
     rank_positions,
     ranking_key,
     scores_by_row,

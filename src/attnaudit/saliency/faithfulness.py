@@ -32,13 +32,12 @@ from attnaudit.auditing import batch_plan, chunk_of, iterate_chunk, load_audit_i
 from attnaudit.data import UNK
 from attnaudit.importance import METHODS
 from attnaudit.io import write_parquet
+from attnaudit.masks import candidate_mask, marker_ids
 from attnaudit.models import Batch
 from attnaudit.saliency.ranking import (
     RANKINGS,
-    candidate_mask,
     fraction_label,
     k_tokens,
-    marker_ids,
     rank_positions,
     ranking_key,
     scores_by_row,

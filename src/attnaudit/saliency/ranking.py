@@ -15,18 +15,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from attnaudit.data import BOS, EOS
-
 RANKINGS = ("signed", "abs")
-
-
-def marker_ids(vocab: dict[str, int]) -> list[int]:
-    return [vocab[t] for t in (BOS, EOS) if t in vocab]
-
-
-def candidate_mask(tokens: torch.Tensor, mask: torch.Tensor, markers: list[int]) -> torch.Tensor:
-    """Real tokens that are not sentence markers."""
-    return mask & ~torch.isin(tokens, torch.as_tensor(markers, dtype=tokens.dtype, device=tokens.device))
 
 
 def ranking_key(scores: torch.Tensor, candidates: torch.Tensor, ranking: str) -> torch.Tensor:
