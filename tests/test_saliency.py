@@ -50,7 +50,8 @@ def test_integrated_gradients_completeness(encoder, baseline):
     model = tiny_model(encoder, seed=2)
     batch = tiny_batch(seed=2)
     method = get_method("integrated_gradients", n_steps=64, baseline=baseline, delta_tolerance=1e-3)
-    attributions = method.attribute(model, batch)
+    explained = method.explain(model, batch)
+    attributions = explained.scores
     with torch.no_grad():
         embedded = model.embed(batch)
         base = method.baselines(model, embedded)
@@ -58,8 +59,9 @@ def test_integrated_gradients_completeness(encoder, baseline):
         f_x = model(batch, embedded=embedded).probs.gather(1, target).squeeze(1)
         f_b = model(batch, embedded=base).probs.gather(1, target).squeeze(1)
     np.testing.assert_allclose(attributions.sum(dim=1).numpy(), (f_x - f_b).numpy(), atol=2e-3)
-    assert method.last_delta.shape == (len(batch.ids),)
-    assert method.last_delta.abs().max() < 2e-3 and not method.last_flagged.any()
+    delta, flagged = explained.extras["delta"], explained.extras["flagged"]
+    assert delta.shape == (len(batch.ids),)
+    assert delta.abs().max() < 2e-3 and not flagged.any()
 
 
 @pytest.mark.parametrize("encoder", ["lstm", "cnn"])
@@ -77,8 +79,7 @@ def test_integrated_gradients_flags_poor_convergence():
     model = tiny_model("lstm", seed=3)
     batch = tiny_batch(seed=3)
     method = get_method("integrated_gradients", n_steps=2, method="riemann_right", delta_tolerance=1e-9)
-    method.attribute(model, batch)
-    assert method.last_flagged.any()
+    assert method.explain(model, batch).extras["flagged"].any()
 
 
 @pytest.mark.parametrize("encoder", ENCODERS)

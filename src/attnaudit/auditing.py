@@ -19,7 +19,7 @@ import pandas as pd
 import torch
 
 from attnaudit import AttnauditError
-from attnaudit.data import Encoded, collate, encode_split, load_examples
+from attnaudit.data import Encoded, encode_split, load_examples
 from attnaudit.models import AttentionClassifier, Batch, load_model, pick_device
 
 
@@ -42,7 +42,16 @@ def load_audit_inputs(
         raise AttnauditError(f"{dataset_dir}/examples.parquet has no '{split}' examples to audit")
     rows = rows.assign(row=np.arange(len(rows)))
     model = load_model(Path(model_dir) / "model.pt", device)
-    return AuditInputs(model, rows, encode_split(rows, vocab, None), vocab, device)
+    encoded = encode_split(rows, vocab, None)
+    if model.guides is not None:  # a guided model (W&P §3.4) carries the guide of every instance it was trained on
+        missing = [i for i in encoded.ids if i not in model.guides]
+        if missing:
+            raise AttnauditError(
+                f"{model_dir}/model.pt has no guide attention for instances {missing[:3]}: it was "
+                f"trained on another version of {dataset_dir}; retrain it"
+            )
+        encoded.guides = [model.guides[i] for i in encoded.ids]
+    return AuditInputs(model, rows, encoded, vocab, device)
 
 
 def batch_plan(encoded: Encoded, batch_size: int) -> list[np.ndarray]:
@@ -65,8 +74,7 @@ def iterate_chunk(
     """Yield ``(rows, batch)`` on the model's device for one chunk of the audited split."""
     enc = inputs.encoded
     for rows in chunk_of(batch_plan(enc, batch_size), chunk, n_chunks):
-        batch = collate([enc.sequences[i] for i in rows], enc.labels[rows], [enc.ids[i] for i in rows])
-        yield rows, batch.to(inputs.device)
+        yield rows, enc.batch(rows).to(inputs.device)
 
 
 def instance_seed(base_seed: int, instance_id: str) -> int:

@@ -13,21 +13,34 @@ import torch
 from attnaudit import AttnauditError
 from attnaudit.io import read_json
 from attnaudit.models import Batch
-
-PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<s>", "</s>"
-SPECIALS = (PAD, UNK, BOS, EOS)
+from attnaudit.specials import BOS, EOS, PAD, SPECIALS, UNK  # noqa: F401 (re-exported)
 
 
 @dataclass
 class Encoded:
-    """One split as id sequences, in a fixed order (the order of ``examples.parquet``)."""
+    """One split as id sequences, in a fixed order (the order of ``examples.parquet``), with what a variant that
+    learns from another model needs per instance: a guide distribution (W&P §3.4) or a teacher's outputs (§4)."""
 
     ids: list[str]
     sequences: list[np.ndarray]
     labels: np.ndarray
+    guides: list[np.ndarray] | None = None
+    teacher_probs: np.ndarray | None = None  # [N, C]
+    teacher_attention: list[np.ndarray] | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def batch(self, rows) -> Batch:
+        """The instances ``rows`` as one padded batch, with whatever per-instance extras this split carries."""
+        return collate(
+            [self.sequences[i] for i in rows],
+            self.labels[rows],
+            [self.ids[i] for i in rows],
+            guides=None if self.guides is None else [self.guides[i] for i in rows],
+            teacher_probs=None if self.teacher_probs is None else self.teacher_probs[rows],
+            teacher_attention=None if self.teacher_attention is None else [self.teacher_attention[i] for i in rows],
+        )
 
 
 def load_examples(dataset_dir: str | Path) -> tuple[pd.DataFrame, dict[str, int]]:
@@ -46,18 +59,43 @@ def encode_split(examples: pd.DataFrame, vocab: dict[str, int], split: str | Non
     return Encoded(rows["id"].tolist(), sequences, rows["label"].to_numpy(dtype=np.int64))
 
 
-def collate(sequences: list[np.ndarray], labels=None, ids=None, pad_index: int = 0) -> Batch:
-    """Right-pad id sequences into a :class:`Batch` with an explicit mask."""
+def pad_ragged(arrays: list[np.ndarray], width: int, dtype, fill=0) -> torch.Tensor:
+    """Right-pad 1-d arrays to ``[len(arrays), width]``."""
+    out = np.full((len(arrays), width), fill, dtype=dtype)
+    for row, values in enumerate(arrays):
+        out[row, : len(values)] = values
+    return torch.from_numpy(out)
+
+
+def collate(
+    sequences: list[np.ndarray],
+    labels=None,
+    ids=None,
+    pad_index: int = 0,
+    *,
+    guides=None,
+    teacher_probs=None,
+    teacher_attention=None,
+) -> Batch:
+    """Right-pad id sequences into a :class:`Batch` with an explicit mask (and any per-instance extras)."""
     if not sequences:
         raise AttnauditError("cannot build a batch from zero sequences")
     width = max(len(s) for s in sequences)
-    tokens = np.full((len(sequences), width), pad_index, dtype=np.int64)
-    for row, seq in enumerate(sequences):
-        tokens[row, : len(seq)] = seq
-    tokens_t = torch.from_numpy(tokens)
+    tokens_t = pad_ragged(sequences, width, np.int64, pad_index)
     mask = torch.from_numpy(np.arange(width)[None, :] < np.array([len(s) for s in sequences])[:, None])
     labels_t = None if labels is None else torch.as_tensor(np.asarray(labels), dtype=torch.long)
-    return Batch(tokens_t, mask, labels_t, list(ids) if ids is not None else [])
+    floats = lambda arrays: None if arrays is None else pad_ragged(arrays, width, np.float32)
+    return Batch(
+        tokens_t,
+        mask,
+        labels_t,
+        list(ids) if ids is not None else [],
+        guide=floats(guides),
+        teacher_probs=None
+        if teacher_probs is None
+        else torch.as_tensor(np.asarray(teacher_probs), dtype=torch.float32),
+        teacher_attention=floats(teacher_attention),
+    )
 
 
 def iterate_batches(
@@ -88,4 +126,4 @@ def iterate_batches(
         starts = [starts[i] for i in np.random.default_rng(seed + 1).permutation(len(starts))]
     for start in starts:
         rows = order[start : start + batch_size]
-        yield rows, collate([data.sequences[i] for i in rows], data.labels[rows], [data.ids[i] for i in rows])
+        yield rows, data.batch(rows)

@@ -7,10 +7,14 @@ metrics) rank words. Every stage takes those positions from here.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 
-from attnaudit.data import BOS, EOS
-from attnaudit.models import Batch
+from attnaudit.specials import BOS, EOS
+
+if TYPE_CHECKING:
+    from attnaudit.models import Batch
 
 
 def marker_ids(vocab: dict[str, int]) -> tuple[int, ...]:
@@ -28,8 +32,12 @@ def candidate_mask(tokens: torch.Tensor, mask: torch.Tensor, markers: tuple[int,
 def content_mask(batch: Batch, markers: tuple[int, ...], exclude_markers: bool = True) -> torch.Tensor:
     """Real positions, without the sentence markers when ``exclude_markers``. An instance made only of
     markers keeps all its real positions (so every instance has something to rank, permute or attend to)."""
-    if not exclude_markers or not markers:
+    if not exclude_markers:
         return batch.mask
-    content = candidate_mask(batch.tokens, batch.mask, markers)
-    empty = ~content.any(dim=1, keepdim=True)
-    return torch.where(empty, batch.mask, content)
+    return content_positions(batch.tokens, batch.mask, markers)
+
+
+def content_positions(tokens: torch.Tensor, mask: torch.Tensor, markers: tuple[int, ...]) -> torch.Tensor:
+    """:func:`candidate_mask`, except that an instance made only of markers keeps all its real positions."""
+    content = candidate_mask(tokens, mask, markers)
+    return torch.where(content.any(dim=1, keepdim=True), content, mask)

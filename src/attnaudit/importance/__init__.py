@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 import torch
@@ -18,6 +19,19 @@ from attnaudit import AttnauditError
 from attnaudit.models import AttentionClassifier, Batch
 
 METHODS: dict[str, type[ImportanceMethod]] = {}
+
+
+@dataclass
+class Attribution:
+    """What :meth:`ImportanceMethod.explain` returns: ``scores [B, T]`` and named per-instance extras ``[B]``."""
+
+    scores: torch.Tensor
+    extras: dict[str, torch.Tensor] = field(default_factory=dict)
+
+
+class UnsupportedArchitecture(AttnauditError):
+    """A method that cannot explain a model variant says so by name instead of returning a wrong number; the
+    audits record NaN scores with this message."""
 
 
 class ImportanceMethod:
@@ -30,6 +44,10 @@ class ImportanceMethod:
 
     def attribute(self, model: AttentionClassifier, batch: Batch) -> torch.Tensor:
         raise NotImplementedError
+
+    def explain(self, model: AttentionClassifier, batch: Batch) -> Attribution:
+        """Scores plus any per-instance values the method reports (IG: its convergence delta)."""
+        return Attribution(self.attribute(model, batch))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"

@@ -46,12 +46,12 @@ def class_scores(logits: torch.Tensor, output: str) -> torch.Tensor:
 
 
 def embedding_forward(model: AttentionClassifier, output: str) -> Callable[..., torch.Tensor]:
-    """``f(embedded, tokens, mask) -> [N, C]`` for Captum: tokens and mask travel as ``additional_forward_args``,
-    which Captum repeats along dim 0 exactly as it repeats the inputs (IG steps, occlusion windows), so every
-    expanded row keeps its own instance's mask."""
+    """``f(embedded, tokens, mask, guide) -> [N, C]`` for Captum: tokens, mask (and a guided model's guide) travel
+    as ``additional_forward_args``, which Captum repeats along dim 0 exactly as it repeats the inputs (IG steps,
+    occlusion windows), so every expanded row keeps its own instance's mask."""
 
-    def forward(embedded: torch.Tensor, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        return class_scores(model(Batch(tokens, mask), embedded=embedded).logits, output)
+    def forward(embedded: torch.Tensor, tokens: torch.Tensor, mask: torch.Tensor, guide=None) -> torch.Tensor:
+        return class_scores(model(Batch(tokens, mask, guide=guide), embedded=embedded).logits, output)
 
     return forward
 
@@ -71,7 +71,7 @@ def captum_on_embeddings(captum_cls, model: AttentionClassifier, batch: Batch, o
     with gradient_mode():
         embedded = model.embed(batch).detach().requires_grad_(True)
         attributions = captum_cls(embedding_forward(model, output)).attribute(
-            embedded, target=target, additional_forward_args=(batch.tokens, batch.mask), **kwargs
+            embedded, target=target, additional_forward_args=(batch.tokens, batch.mask, batch.guide), **kwargs
         )
     return attributions.detach()
 

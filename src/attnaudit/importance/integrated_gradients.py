@@ -8,8 +8,8 @@ batch's tokens and mask with the interpolated inputs; ``internal_batch_size`` ro
 long documents (``max_elements`` embedding floats).
 
 Completeness (Sundararajan et al. Prop. 1): Σ_i attributions = f_c(x) − f_c(b). Captum's convergence delta,
-that sum minus the difference, is kept per instance in ``last_delta`` after every :meth:`attribute` call, and
-``last_flagged`` marks instances with |delta| > ``delta_tolerance`` (on the output's scale: probability by
+that sum minus the difference, is returned per instance by :meth:`explain` (``extras["delta"]``), with
+``extras["flagged"]`` marking instances with |delta| > ``delta_tolerance`` (on the output's scale: probability by
 default), so the audit can store and report them.
 """
 
@@ -19,7 +19,7 @@ import torch
 from captum.attr import IntegratedGradients as CaptumIG
 
 from attnaudit import AttnauditError
-from attnaudit.importance import ImportanceMethod, predicted_class, register
+from attnaudit.importance import Attribution, ImportanceMethod, predicted_class, register
 from attnaudit.importance._forward import check_output, embedding_forward, gradient_mode
 
 log = logging.getLogger(__name__)
@@ -53,8 +53,6 @@ class IntegratedGradients(ImportanceMethod):
         self.output = check_output(output)
         self.unk_index = int(unk_index)
         self.max_elements = int(max_elements)
-        self.last_delta: torch.Tensor | None = None
-        self.last_flagged: torch.Tensor | None = None
 
     def baselines(self, model, embedded: torch.Tensor) -> torch.Tensor:
         if self.baseline == "zeros":
@@ -69,6 +67,11 @@ class IntegratedGradients(ImportanceMethod):
         return max(batch, min(self.internal_batch_size, self.max_elements // max(1, width * dim)))
 
     def attribute(self, model, batch):
+        return self.explain(model, batch).scores
+
+    def explain(self, model, batch) -> Attribution:
+        """Scores with the per-instance convergence delta (Sundararajan et al. 2017, §2 completeness) and a flag
+        where |delta| exceeds ``delta_tolerance``."""
         target = predicted_class(model, batch)
         with gradient_mode():
             embedded = model.embed(batch).detach().requires_grad_(True)
@@ -76,20 +79,21 @@ class IntegratedGradients(ImportanceMethod):
                 embedded,
                 baselines=self.baselines(model, embedded),
                 target=target,
-                additional_forward_args=(batch.tokens, batch.mask),
+                additional_forward_args=(batch.tokens, batch.mask, batch.guide),
                 n_steps=self.n_steps,
                 method=self.method,
                 internal_batch_size=self.rows_per_forward(embedded),
                 return_convergence_delta=True,
             )
-        self.last_delta = delta.detach().reshape(-1)
-        self.last_flagged = self.last_delta.abs() > self.delta_tolerance
-        if self.last_flagged.any():
+        delta = delta.detach().reshape(-1)
+        flagged = delta.abs() > self.delta_tolerance
+        if flagged.any():
             log.debug(
                 "integrated gradients: %d of %d instances with |delta| > %g (max %.3g)",
-                int(self.last_flagged.sum()),
-                len(self.last_delta),
+                int(flagged.sum()),
+                len(delta),
                 self.delta_tolerance,
-                float(self.last_delta.abs().max()),
+                float(delta.abs().max()),
             )
-        return attributions.detach().sum(dim=-1).masked_fill(~batch.mask, 0.0)
+        scores = attributions.detach().sum(dim=-1).masked_fill(~batch.mask, 0.0)
+        return Attribution(scores, {"delta": delta, "flagged": flagged})

@@ -21,15 +21,12 @@ def deletions(batch: Batch) -> tuple[Batch, torch.Tensor, torch.Tensor]:
     width = tokens.shape[1] - 1
     j = torch.arange(width, device=tokens.device)
     source = j[None, :] + (j[None, :] >= t[:, None]).long()  # skip position t
-    deleted_tokens = tokens[b].gather(1, source)
     remaining = mask.sum(dim=1)[b] - 1
     deleted_mask = j[None, :] < remaining[:, None]
     empty = remaining == 0
     if width > 0:
         deleted_mask[empty, 0] = True  # placeholder row (a pad token), scored NaN below
-    query = None if batch.query_tokens is None else batch.query_tokens[b]
-    query_mask = None if batch.query_mask is None else batch.query_mask[b]
-    return Batch(deleted_tokens, deleted_mask, None, [], query, query_mask), b, t
+    return batch.with_positions(b, source, deleted_mask), b, t
 
 
 @register
@@ -49,14 +46,10 @@ class LeaveOneOut(ImportanceMethod):
             return scores.masked_fill(batch.mask, float("nan"))
         deleted, b, t = deletions(batch)
         rows = max(1, self.max_tokens // deleted.tokens.shape[1])
-        deleted_probs = torch.cat([model(_rows(deleted, start, rows)).probs for start in range(0, len(b), rows)])
+        deleted_probs = torch.cat(
+            [model(deleted.select(slice(start, start + rows))).probs for start in range(0, len(b), rows)]
+        )
         delta = tvd(deleted_probs, probs[b])
         delta = delta.masked_fill(batch.mask.sum(dim=1)[b] == 1, float("nan"))  # nothing left to encode
         scores[b, t] = delta
         return scores
-
-
-def _rows(batch: Batch, start: int, size: int) -> Batch:
-    cut = slice(start, start + size)
-    sub = lambda x: None if x is None else x[cut]  # noqa: E731
-    return Batch(batch.tokens[cut], batch.mask[cut], None, [], sub(batch.query_tokens), sub(batch.query_mask))

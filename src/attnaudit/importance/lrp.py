@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import torch
 
 from attnaudit import AttnauditError
-from attnaudit.importance import ImportanceMethod, register
+from attnaudit.importance import ImportanceMethod, UnsupportedArchitecture, register
 from attnaudit.models import AttentionClassifier, Batch
 
 LRP_OUTPUTS = ("margin", "logit")
@@ -182,13 +182,16 @@ class _CNNRule:
         return relevance_x.transpose(1, 2), absorbed
 
 
-class _AverageRule:
+class _TokenwiseRule:
+    """J&W's average encoder (ReLU) and W&P's diagnostic MLP (tanh): ε-rule through the affine layer, the
+    activation passed as identity (Arras et al. 2017 treat tanh so)."""
+
     def __init__(self, model: AttentionClassifier, embedded: torch.Tensor, mask: torch.Tensor):
-        self.proj, self.x = model.encoder.proj, embedded
+        self.proj, self.activation, self.x = model.encoder.proj, model.encoder.activation, embedded
         self.z = self.proj(embedded)
 
     def hidden(self) -> torch.Tensor:
-        return torch.relu(self.z)
+        return self.activation(self.z)
 
     def relevance(self, relevance_h: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
         s = relevance_h / _stab(self.z, eps)
@@ -196,7 +199,7 @@ class _AverageRule:
         return self.x * (s @ self.proj.weight), absorbed
 
 
-_RULES = {"lstm": _LSTMRule, "cnn": _CNNRule, "average": _AverageRule}
+_RULES = {"lstm": _LSTMRule, "cnn": _CNNRule, "average": _TokenwiseRule, "mlp": _TokenwiseRule}
 
 
 @torch.no_grad()
@@ -211,11 +214,17 @@ def lrp_relevance(
     terms (see the module docstring)."""
     if output not in LRP_OUTPUTS:
         raise AttnauditError(f"lrp output must be one of {LRP_OUTPUTS}, got {output!r}")
+    if model.cfg.lstm_layers != 1 and model.cfg.encoder == "lstm":
+        raise UnsupportedArchitecture(f"lrp supports one BiLSTM layer, not {model.cfg.lstm_layers} (T&Š App. B)")
+    if model.cfg.hidden_mode != "plain":
+        raise UnsupportedArchitecture(
+            f"lrp has no rule for {model.cfg.hidden_mode} hidden states (T&Š §3.1) in this implementation"
+        )
     mask = batch.mask
     embedded = model.embed(batch)
     rule = _RULES[model.cfg.encoder](model, embedded, mask)
     hidden = rule.hidden()
-    alpha = model.attend(hidden, mask, model.encode_query(batch))
+    alpha = model.attend(hidden, batch, model.encode_query(batch))
     context = torch.einsum("bt,btm->bm", alpha, hidden)
     weight, bias = model.decoder.weight, model.decoder.bias
     logits = context @ weight.T + bias

@@ -12,7 +12,6 @@ import torch
 
 from attnaudit.importance import ImportanceMethod, register
 from attnaudit.importance._forward import check_output, class_scores, row_slices
-from attnaudit.models import Batch
 
 
 @register
@@ -39,14 +38,7 @@ class Occlusion(ImportanceMethod):
             bb, tt = b[rows], t[rows]
             e = embedded[bb].clone()
             e[torch.arange(len(bb), device=e.device), tt] = 0.0
-            sub = Batch(
-                batch.tokens[bb],
-                batch.mask[bb],
-                None,
-                [],
-                None if batch.query_tokens is None else batch.query_tokens[bb],
-                None if batch.query_mask is None else batch.query_mask[bb],
-            )
+            sub = batch.select(bb)
             occluded[rows] = (
                 class_scores(model(sub, embedded=e).logits, self.output).gather(1, target[bb][:, None]).squeeze(1)
             )

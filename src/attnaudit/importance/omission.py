@@ -12,7 +12,6 @@ import torch
 
 from attnaudit.importance import ImportanceMethod, register
 from attnaudit.importance._forward import check_output, class_scores
-from attnaudit.models import Batch
 
 
 @register
@@ -38,14 +37,11 @@ class Omission(ImportanceMethod):
         deleted, b, t = deletions(batch)
         rows = max(1, self.max_tokens // deleted.tokens.shape[1])
         omitted = torch.cat(
-            [class_scores(model(_slice(deleted, start, rows)).logits, self.output) for start in range(0, len(b), rows)]
+            [
+                class_scores(model(deleted.select(slice(start, start + rows))).logits, self.output)
+                for start in range(0, len(b), rows)
+            ]
         )
         delta = full[b] - omitted.gather(1, target[b][:, None]).squeeze(1)
         scores[b, t] = delta.masked_fill(batch.mask.sum(dim=1)[b] == 1, float("nan"))
         return scores
-
-
-def _slice(batch: Batch, start: int, size: int) -> Batch:
-    cut = slice(start, start + size)
-    sub = lambda x: None if x is None else x[cut]  # noqa: E731
-    return Batch(batch.tokens[cut], batch.mask[cut], None, [], sub(batch.query_tokens), sub(batch.query_mask))

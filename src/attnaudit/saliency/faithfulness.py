@@ -55,24 +55,26 @@ def perturb(
 ) -> tuple[Batch, torch.Tensor]:
     """Rows ``source[n]`` of ``batch`` keeping only the positions ``keep[n]``; returns the batch and the rows left
     empty (only possible for ``deletion``; they hold one pad token and must be scored NaN)."""
-    tokens, mask = batch.tokens[source], batch.mask[source]
+    mask = batch.mask[source]
     keep = keep & mask
     if variant == "deletion":
         order = torch.argsort((~keep).to(torch.int8), dim=1, stable=True)  # kept positions first, in order
         n_keep = keep.sum(dim=1)
         width = max(1, int(n_keep.max()))
         new_mask = torch.arange(width, device=mask.device)[None, :] < n_keep[:, None]
-        tokens = tokens.gather(1, order[:, :width]).masked_fill(~new_mask, pad_index)
         empty = n_keep == 0
         new_mask[empty, 0] = True
+        rows = batch.with_positions(source, order[:, :width], new_mask)
+        rows.tokens = rows.tokens.masked_fill(~(new_mask & ~empty[:, None]), pad_index)
     elif variant in ("unk", "pad"):
+        positions = torch.arange(mask.shape[1], device=mask.device).expand_as(mask)
+        rows = batch.with_positions(source, positions, mask)
         replacement = unk_index if variant == "unk" else pad_index
-        tokens = torch.where(keep | ~mask, tokens, torch.full_like(tokens, replacement))
-        new_mask, empty = mask, torch.zeros(len(source), dtype=torch.bool, device=mask.device)
+        rows.tokens = torch.where(keep | ~mask, rows.tokens, torch.full_like(rows.tokens, replacement))
+        empty = torch.zeros(len(source), dtype=torch.bool, device=mask.device)
     else:
         raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
-    sub = lambda x: None if x is None else x[source]  # noqa: E731
-    return Batch(tokens, new_mask, None, [], sub(batch.query_tokens), sub(batch.query_mask)), empty
+    return rows, empty
 
 
 @torch.no_grad()
@@ -83,10 +85,7 @@ def predict_rows(model, batch: Batch, target: torch.Tensor, max_elements: int) -
     out = []
     for start in range(0, len(target), step):
         cut = slice(start, start + step)
-        sub = lambda x, cut=cut: None if x is None else x[cut]
-        probs = model(
-            Batch(batch.tokens[cut], batch.mask[cut], None, [], sub(batch.query_tokens), sub(batch.query_mask))
-        ).probs
+        probs = model(batch.select(cut)).probs
         out.append(probs.gather(1, target[cut, None]).squeeze(1))
     return torch.cat(out) if out else torch.zeros(0)
 

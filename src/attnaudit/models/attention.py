@@ -1,0 +1,91 @@
+"""Attention modules: hidden states (and a query) → a distribution α over the real positions of each instance.
+
+Every module returns α itself ``[B, T]`` (0 on padding, rows sum to 1), so learned, frozen and guided attention
+look the same to the classifier and to every audit."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from attnaudit.masks import content_positions
+from attnaudit.models.batch import Batch
+
+
+def masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Softmax over real positions only; padded positions get exactly 0."""
+    scores = scores.masked_fill(~mask, float("-inf"))
+    return torch.softmax(scores, dim=-1).masked_fill(~mask, 0.0)
+
+
+class AdditiveAttention(nn.Module):
+    """φ(h, Q) = vᵀ tanh(W₁h + W₂Q) (Bahdanau; J&W §2); W₁ maps m → m/2 as in J&W's code."""
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.w_hidden = nn.Linear(dim, dim // 2)
+        self.w_query = nn.Linear(dim, dim // 2, bias=False)
+        self.v = nn.Linear(dim // 2, 1, bias=False)
+
+    def forward(self, hidden: torch.Tensor, query: torch.Tensor | None, batch: Batch) -> torch.Tensor:
+        z = self.w_hidden(hidden)
+        if query is not None:
+            z = z + self.w_query(query).unsqueeze(1)
+        return masked_softmax(self.v(torch.tanh(z)).squeeze(-1), batch.mask)
+
+
+class DotAttention(nn.Module):
+    """Scaled dot product φ(h, Q) = hQ/√m (J&W §2); single-sequence models use a learned query ~ N(0, 1)
+    (T&Š App. C: PyTorch's default initialisation makes dot attention collapse to uniform)."""
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.learned_query = nn.Parameter(torch.randn(dim))
+        self.scale = 1.0 / math.sqrt(dim)
+
+    def forward(self, hidden: torch.Tensor, query: torch.Tensor | None, batch: Batch) -> torch.Tensor:
+        q = self.learned_query.expand(hidden.shape[0], -1) if query is None else query
+        return masked_softmax(torch.einsum("btm,bm->bt", hidden, q) * self.scale, batch.mask)
+
+
+def uniform_attention(mask: torch.Tensor, tokens: torch.Tensor, markers: tuple[int, ...]) -> torch.Tensor:
+    """1/n on the n real non-marker tokens (all real tokens if an instance has nothing else), 0 elsewhere."""
+    support = content_positions(tokens, mask, markers).float()
+    return support / support.sum(dim=1, keepdim=True).clamp_min(1.0)
+
+
+class UniformAttention(nn.Module):
+    """Attention frozen to uniform weights over the real non-marker tokens, no parameters (W&P §3.2: α_t = 1/(L−2)
+    with <s>, </s> at 0, as their ``FrozenAttnDecoder``)."""
+
+    def __init__(self, markers: tuple[int, ...]):
+        super().__init__()
+        self.markers = tuple(markers)
+
+    def forward(self, hidden: torch.Tensor, query: torch.Tensor | None, batch: Batch) -> torch.Tensor:
+        return uniform_attention(batch.mask, batch.tokens, self.markers).to(hidden.dtype)
+
+
+class GuidedAttention(nn.Module):
+    """A fixed per-instance distribution given with the batch (``batch.guide``), in training and testing: W&P §3.4
+    guide a diagnostic MLP with another model's attention. No parameters."""
+
+    def forward(self, hidden: torch.Tensor, query: torch.Tensor | None, batch: Batch) -> torch.Tensor:
+        if batch.guide is None:
+            from attnaudit import AttnauditError
+
+            raise AttnauditError("a guided-attention model needs the guide distribution with every batch (none given)")
+        guide = batch.guide.to(hidden.dtype).masked_fill(~batch.mask, 0.0)
+        return guide / guide.sum(dim=1, keepdim=True).clamp_min(torch.finfo(hidden.dtype).tiny)
+
+
+def build_attention(kind: str, dim: int, markers: tuple[int, ...]) -> nn.Module:
+    if kind == "additive":
+        return AdditiveAttention(dim)
+    if kind == "dot":
+        return DotAttention(dim)
+    if kind == "uniform":
+        return UniformAttention(markers)
+    return GuidedAttention()

@@ -1,0 +1,180 @@
+"""The model sheet: every model a dataset trains, from config, in the spirit of the Snakemake workflows' sample sheets.
+
+``datasets.<name>.models`` maps a *variant* name to free fields (encoder, attention, regulariser, objective,
+teacher, any training hyper-parameter) and ``seeds``; each seed is one model, ``<variant>-s<seed>``. Jain &
+Wallace's grid stays one short block, ``datasets.<name>.grid``: a generator of sheet entries named
+``{encoder}-{attention}-base``. This module is the one place that expands the sheet, makes and parses model ids,
+and checks what the JSON schema cannot: names, field combinations, teachers that exist, and no cycles.
+
+A *teacher* is another model of the same dataset a variant learns from: ``guide`` (W&P §3.4, attention read from
+the guide's saved attention, training and testing) or ``teacher`` (W&P §4, the ``imitate`` objective). It is
+named by model id (``lstm-additive-base-s0``: that model for every seed) or by variant (``lstm-additive-base``:
+the teacher's model with the student's seed). Teachers are always of the same dataset, hence the same splits.
+"""
+
+from __future__ import annotations
+
+import re
+from itertools import product
+
+from attnaudit import AttnauditError
+
+VARIANT_NAME = r"[a-z0-9][a-z0-9_.]*(?:-[a-z0-9_.]+)*"
+MODEL_ID = re.compile(rf"^(?P<variant>{VARIANT_NAME})-s(?P<seed>\d+)$")
+#: the Snakemake wildcard constraint of ``{model}`` (rules/common.smk uses it; same language as MODEL_ID)
+MODEL_WILDCARD = r"[a-z0-9][a-z0-9_.-]*-s\d+"
+
+REGULARISERS = ("base", "concat", "residual", "tying", "mlm")
+OBJECTIVES = ("classify", "imitate")
+GRID_DEFAULTS = {"encoders": ["lstm", "cnn", "average"], "attentions": ["additive", "dot"], "seeds": [0]}
+#: regularisers that compare or add h_t and e_t, so 2·lstm_hidden (the encoder output) must equal the embedding
+SAME_SIZE = ("residual", "tying", "mlm")
+
+
+def format_model_id(variant: str, seed: int) -> str:
+    return f"{variant}-s{seed}"
+
+
+def parse_model_id(model_id: str) -> dict:
+    """``{"variant", "seed"}`` of a model id such as ``lstm-additive-tying20-s0``."""
+    match = MODEL_ID.match(model_id)
+    if not match:
+        raise AttnauditError(f"model id {model_id!r} is not of the form <variant>-s<seed>, e.g. lstm-additive-base-s0")
+    return {"variant": match["variant"], "seed": int(match["seed"])}
+
+
+def grid_variants(grid: dict | list) -> dict[str, dict]:
+    """J&W's grid as sheet entries: each block is the product of its lists, blocks united in order; a variant
+    in several blocks collects their seeds."""
+    variants: dict[str, dict] = {}
+    for block in grid if isinstance(grid, list) else [grid]:
+        block = {**GRID_DEFAULTS, **block}
+        for regulariser in block.get("regularisers", ["base"]):
+            if regulariser != "base":
+                raise AttnauditError(
+                    f"grid.regularisers: {regulariser!r} — the grid generates J&W's base models only; "
+                    "put regularised variants under models: (the model sheet)"
+                )
+        for encoder, attention in product(block["encoders"], block["attentions"]):
+            entry = variants.setdefault(
+                f"{encoder}-{attention}-base", {"encoder": encoder, "attention": attention, "seeds": []}
+            )
+            entry["seeds"] += [s for s in block["seeds"] if s not in entry["seeds"]]
+    return variants
+
+
+def sheet(dataset: str, entry: dict) -> dict[str, dict]:
+    """Every model of one dataset: ``{model_id: fields}`` with ``variant``, ``seed`` and the variant's fields
+    (teachers resolved to model ids), grid entries first, then the sheet's in config order. Checked."""
+    where = f"datasets.{dataset}"
+    variants = grid_variants(entry.get("grid", {}))
+    for name, fields in (entry.get("models") or {}).items():
+        if name in variants:
+            raise AttnauditError(f"{where}.models.{name}: the grid already generates this variant; rename it")
+        variants[name] = dict(fields)
+    models: dict[str, dict] = {}
+    for name, fields in variants.items():
+        key = f"{where}.models.{name}"
+        if not re.fullmatch(VARIANT_NAME, name) or re.search(r"-s\d+$", name):
+            raise AttnauditError(
+                f"{key}: a variant name is lower-case letters, digits, '_' and '.', in parts joined by '-', and "
+                "does not end in -s<digits> (the seed suffix), e.g. lstm-additive-tying20"
+            )
+        seeds = fields.get("seeds", [0])
+        if not seeds:
+            raise AttnauditError(f"{key}.seeds: give at least one seed")
+        spec = {k: v for k, v in fields.items() if k != "seeds"}
+        check_fields(key, spec, entry)
+        for seed in seeds:
+            models[format_model_id(name, seed)] = {**spec, "variant": name, "seed": int(seed)}
+    for spec in models.values():
+        for role in ("guide", "teacher"):
+            if spec.get(role):
+                spec[role] = resolve_teacher(
+                    f"{where}.models.{spec['variant']}.{role}", spec[role], spec["seed"], models
+                )
+    check_acyclic(where, models)
+    return models
+
+
+def check_fields(key: str, spec: dict, dataset_entry: dict) -> None:
+    """What the schema cannot say: combinations of fields, checked before anything trains."""
+    regulariser = spec.get("regulariser", "base")
+    objective = spec.get("objective", "classify")
+    attention = spec.get("attention", "additive")
+    encoder = spec.get("encoder", "lstm")
+    if regulariser not in REGULARISERS:
+        raise AttnauditError(f"{key}.regulariser: {regulariser!r} is not one of {', '.join(REGULARISERS)}")
+    if objective not in OBJECTIVES:
+        raise AttnauditError(f"{key}.objective: {objective!r} is not one of {', '.join(OBJECTIVES)}")
+    for field, applies in (
+        ("delta", regulariser == "tying"),
+        ("eta", regulariser == "mlm"),
+        ("mlm_probability", regulariser == "mlm"),
+        ("lambda", objective == "imitate"),
+    ):
+        if field in spec:
+            value = spec[field]
+            if not applies:
+                raise AttnauditError(
+                    f"{key}.{field} is set but does not apply to this variant "
+                    f"(regulariser {regulariser}, objective {objective})"
+                )
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                raise AttnauditError(f"{key}.{field}: expected a non-negative number, got {value!r}")
+    if attention == "guided" and not spec.get("guide"):
+        raise AttnauditError(
+            f"{key}.guide: guided attention reads another model's attention; name that model "
+            "(e.g. guide: lstm-additive-base-s0)"
+        )
+    if spec.get("guide") and attention != "guided":
+        raise AttnauditError(f"{key}.guide is set but attention is {attention!r}; use attention: guided")
+    if objective == "imitate" and not spec.get("teacher"):
+        raise AttnauditError(f"{key}.teacher: the imitate objective (W&P §4) needs the model to imitate")
+    if spec.get("teacher") and objective != "imitate":
+        raise AttnauditError(f"{key}.teacher is set but objective is {objective!r}; use objective: imitate")
+    if regulariser in ("concat", *SAME_SIZE) and encoder != "lstm":
+        raise AttnauditError(
+            f"{key}.regulariser: {regulariser} is defined for the BiLSTM encoder (T&Š §3.1), not {encoder}"
+        )
+    if regulariser in SAME_SIZE:
+        dim = (dataset_entry.get("embeddings") or {}).get("dim", 300)
+        hidden = spec.get("lstm_hidden", (dataset_entry.get("train") or {}).get("lstm_hidden", 128))
+        if not (dataset_entry.get("embeddings") or {}).get("pretrained") and 2 * hidden != dim:
+            raise AttnauditError(
+                f"{key}.lstm_hidden: {regulariser} compares h_t with the {dim}-d embedding e_t, so the BiLSTM "
+                f"needs lstm_hidden: {dim // 2} per direction (2 × {dim // 2} = {dim}), not {hidden} (T&Š §3.1)"
+            )
+
+
+def resolve_teacher(key: str, name: str, seed: int, models: dict[str, dict]) -> str:
+    """A teacher named by model id, or by variant (then with the student's seed); it must be in the sheet."""
+    candidate = name if MODEL_ID.match(name) and name in models else format_model_id(name, seed)
+    if candidate not in models:
+        known = sorted({spec["variant"] for spec in models.values()})
+        raise AttnauditError(
+            f"{key}: {name!r} names no model of this dataset (seed {seed}); variants: {', '.join(known)}"
+        )
+    return candidate
+
+
+def teachers_of(spec: dict) -> list[str]:
+    return [spec[role] for role in ("guide", "teacher") if spec.get(role)]
+
+
+def check_acyclic(where: str, models: dict[str, dict]) -> None:
+    state: dict[str, int] = {}  # 1 = on the path, 2 = done
+
+    def visit(model_id: str, path: list[str]) -> None:
+        if state.get(model_id) == 2:
+            return
+        if state.get(model_id) == 1:
+            cycle = path[path.index(model_id) :] + [model_id]
+            raise AttnauditError(f"{where}.models: teachers form a cycle: {' → '.join(cycle)}")
+        state[model_id] = 1
+        for teacher in teachers_of(models[model_id]):
+            visit(teacher, [*path, model_id])
+        state[model_id] = 2
+
+    for model_id in models:
+        visit(model_id, [])

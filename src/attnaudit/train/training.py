@@ -1,0 +1,311 @@
+"""Training one variant of the model sheet: the classification loss plus the variant's objective terms
+(:mod:`attnaudit.objectives`), J&W Appendix A otherwise.
+
+Adam (lr 1e-3) with weight decay 1e-5 as the ℓ2 penalty on all parameters, batch 32, length-bucketed batches,
+optional gradient clipping (T&Š Table 4: 5), model selection on dev (by dev macro-F1, the metric we report, by
+default; J&W's code saved on dev ROC-AUC — ``selection_metric: roc_auc`` — and ``selection: last`` keeps the final
+epoch; an ``imitate`` model is selected on its dev objective, as W&P keep the best loss). Each term's mean is
+logged per epoch; a NaN stops training naming the term, epoch and batch.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from sklearn.metrics import accuracy_score, f1_score, roc_auc_score
+from tqdm import tqdm
+
+from attnaudit import AttnauditError
+from attnaudit.data import Encoded, encode_split, iterate_batches, load_examples
+from attnaudit.io import write_json, write_parquet
+from attnaudit.masks import marker_ids
+from attnaudit.models import AttentionClassifier, ModelConfig, pick_device, save_model
+from attnaudit.objectives import TrainingContext, terms_for
+from attnaudit.specials import SPECIALS
+from attnaudit.train.teachers import attach_guides, attach_teacher
+
+log = logging.getLogger(__name__)
+
+DEFAULTS = {
+    "encoder": "lstm",
+    "attention": "additive",
+    "regulariser": "base",  # base, concat, residual, tying (delta), mlm (eta, mlm_probability): T&Š §3.1
+    "objective": "classify",  # or imitate (W&P §4: teacher, lambda)
+    "seed": 0,
+    "clip": None,  # max gradient norm (T&Š: 5)
+    "lstm_layers": 1,
+    "mlp_hidden": 128,
+    "epochs": 8,
+    "batch_size": 32,
+    "lr": 1e-3,
+    "weight_decay": 1e-5,
+    "selection": "best",  # best dev epoch (by selection_metric) or "last"
+    "selection_metric": "macro_f1",
+    "class_weighting": False,
+    "dropout": 0.0,
+    "lstm_hidden": 128,
+    "cnn_kernels": [1, 3, 5, 7],
+    "cnn_filters": 64,
+    "average_hidden": 256,
+    "eval_batch_size": 256,
+}
+
+
+def seed_everything(seed: int) -> None:
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    torch.cuda.manual_seed_all(seed)
+
+
+def classification_metrics(labels: np.ndarray, probs: np.ndarray) -> dict:
+    """Accuracy, macro-F1, per-class F1 and ROC-AUC (one-vs-rest macro for more than two classes)."""
+    predicted = probs.argmax(axis=1)
+    num_classes = probs.shape[1]
+    per_class = f1_score(labels, predicted, average=None, labels=list(range(num_classes)), zero_division=0)
+    try:
+        auc = (
+            roc_auc_score(labels, probs[:, 1])
+            if num_classes == 2
+            else roc_auc_score(labels, probs, multi_class="ovr", average="macro")
+        )
+    except ValueError:  # a split with one class present
+        auc = float("nan")
+    return {
+        "accuracy": float(accuracy_score(labels, predicted)),
+        "macro_f1": float(f1_score(labels, predicted, average="macro", zero_division=0)),
+        "per_class_f1": [float(x) for x in per_class],
+        "roc_auc": float(auc),
+        "n": int(len(labels)),
+    }
+
+
+@torch.no_grad()
+def predict(model: AttentionClassifier, data: Encoded, batch_size: int, device) -> tuple[np.ndarray, list]:
+    """Probabilities [N, C] and attention (a list of length-T arrays), in the order of ``data``."""
+    model.eval()
+    probs = np.zeros((len(data), model.cfg.num_classes), dtype=np.float64)
+    attention: list = [None] * len(data)
+    for rows, batch in iterate_batches(data, batch_size):
+        out = model(batch.to(device))
+        probs[rows] = out.probs.double().cpu().numpy()
+        alpha = out.attention.cpu().numpy()
+        for row, a, n in zip(rows, alpha, batch.lengths.tolist()):
+            attention[row] = a[:n].astype(np.float32)
+    return probs, attention
+
+
+def build_model(spec: dict, vocab: dict[str, int], num_classes: int, matrix: torch.Tensor) -> AttentionClassifier:
+    hidden_mode = spec["regulariser"] if spec["regulariser"] in ("concat", "residual") else "plain"
+    cfg = ModelConfig(
+        vocab_size=len(vocab),
+        num_classes=num_classes,
+        encoder=spec["encoder"],
+        attention=spec["attention"],
+        embedding_dim=matrix.shape[1],
+        lstm_hidden=spec["lstm_hidden"],
+        lstm_layers=spec["lstm_layers"],
+        cnn_kernels=tuple(spec["cnn_kernels"]),
+        cnn_filters=spec["cnn_filters"],
+        average_hidden=spec["average_hidden"],
+        mlp_hidden=spec["mlp_hidden"],
+        hidden_mode=hidden_mode,
+        marker_ids=marker_ids(vocab),
+        dropout=spec["dropout"],
+    )
+    return AttentionClassifier(cfg, matrix)
+
+
+def epoch_losses(
+    model, data: Encoded, terms, batch_size: int, device, *, optimizer=None, clip=None, seed=0, epoch=0, progress=False
+) -> dict[str, float]:
+    """One pass over ``data``: a training epoch when an ``optimizer`` is given (shuffled, seeded), else an
+    evaluation of the objective (dev loss). Returns the mean of every term and of their sum (``loss``)."""
+    training = optimizer is not None
+    model.train(training)
+    sums = dict.fromkeys([t.name for t in terms], 0.0)
+    total, batches = 0.0, 0
+    stream = iterate_batches(data, batch_size, shuffle=training, seed=seed * 1000 + epoch)
+    n_batches = -(-len(data) // batch_size)
+    label = f"epoch {epoch}" if training else "dev loss"
+    with torch.set_grad_enabled(training):
+        for index, (_, batch) in enumerate(
+            tqdm(stream, total=n_batches, desc=label, disable=not progress, mininterval=5)
+        ):
+            batch = batch.to(device)
+            out = model(batch)
+            values = {term.name: term.loss(model, batch, out) for term in terms}
+            for name, value in values.items():
+                if not torch.isfinite(value):
+                    raise AttnauditError(
+                        f"training diverged: the {name} loss is {value.item()} at epoch {epoch}, "
+                        f"batch {index}; lower the learning rate or the term's weight, or check "
+                        "the embeddings"
+                    )
+            loss = sum(values.values())
+            if training:
+                optimizer.zero_grad()
+                loss.backward()
+                if clip:
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+                optimizer.step()
+            total += loss.item()
+            for name, value in values.items():
+                sums[name] += value.item()
+            batches += 1
+    means = {name: value / max(batches, 1) for name, value in sums.items()}
+    return {"loss": total / max(batches, 1), **means}
+
+
+def train_model(
+    dataset_dir: str,
+    embeddings: str,
+    spec: dict,
+    threads: int = 1,
+    progress: bool = True,
+    guide_predictions: str | None = None,
+    teacher_predictions: str | None = None,
+) -> tuple[AttentionClassifier, dict, pd.DataFrame]:
+    spec = {**DEFAULTS, **spec}
+    started = time.time()
+    torch.set_num_threads(max(1, threads))
+    seed_everything(spec["seed"])
+    device = pick_device()
+    examples, vocab = load_examples(dataset_dir)
+    splits = {s: encode_split(examples, vocab, s) for s in ("train", "dev", "test")}
+    for name, data in splits.items():
+        if len(data) == 0:
+            raise AttnauditError(f"{dataset_dir}/examples.parquet has no '{name}' examples")
+    guides = None
+    if spec["attention"] == "guided":
+        if not guide_predictions:
+            raise AttnauditError(f"variant {spec.get('variant')!r}: guided attention needs the guide's predictions")
+        guides = attach_guides(splits, guide_predictions)
+    if spec["objective"] == "imitate":
+        if not teacher_predictions:
+            raise AttnauditError(
+                f"variant {spec.get('variant')!r}: the imitate objective needs the teacher's predictions"
+            )
+        attach_teacher(splits, teacher_predictions)
+    num_classes = int(examples["label"].max()) + 1
+    matrix = torch.from_numpy(np.load(embeddings))
+    model = build_model(spec, vocab, num_classes, matrix).to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=spec["lr"], weight_decay=spec["weight_decay"])
+    weight = None
+    if spec["class_weighting"]:
+        counts = np.bincount(splits["train"].labels, minlength=num_classes).astype(np.float64)
+        weight = torch.tensor(counts.sum() / (num_classes * np.maximum(counts, 1)), dtype=torch.float32, device=device)
+    context = TrainingContext(
+        num_classes=num_classes,
+        vocab_size=len(vocab),
+        marker_ids=marker_ids(vocab),
+        pad_index=model.cfg.pad_index,
+        first_word_index=len(SPECIALS),
+        class_weight=weight,
+        seed=spec["seed"],
+    )
+    terms = terms_for(spec, context)
+    on_loss = spec["objective"] == "imitate"  # W&P §4 keep the model with the best imitation loss
+
+    history, best_score, best_state, best_epoch = [], -np.inf, None, None
+    for epoch in range(spec["epochs"]):
+        train_losses = epoch_losses(
+            model,
+            splits["train"],
+            terms,
+            spec["batch_size"],
+            device,
+            optimizer=optimizer,
+            clip=spec["clip"],
+            seed=spec["seed"],
+            epoch=epoch,
+            progress=progress,
+        )
+        dev_probs, _ = predict(model, splits["dev"], spec["eval_batch_size"], device)
+        dev = classification_metrics(splits["dev"].labels, dev_probs)
+        record = {"epoch": epoch, "train_loss": train_losses.pop("loss")}
+        if len(terms) > 1 or on_loss:
+            record.update({f"train_loss_{name}": value for name, value in train_losses.items()})
+        record.update({f"dev_{k}": v for k, v in dev.items() if k != "per_class_f1"})
+        if on_loss:
+            record["dev_loss"] = epoch_losses(model, splits["dev"], terms, spec["eval_batch_size"], device)["loss"]
+        history.append(record)
+        log.info("epoch %d: %s", epoch, ", ".join(f"{k} {v:.4f}" for k, v in record.items() if k != "epoch"))
+        score = -record["dev_loss"] if on_loss else dev[spec["selection_metric"]]
+        if spec["selection"] == "last" or score > best_score:
+            best_score, best_epoch = score, epoch
+            best_state = copy.deepcopy(model.state_dict())
+    model.load_state_dict(best_state)
+    model.eval()
+    model.guides = guides
+
+    metrics: dict = {"model": spec, "selected_epoch": best_epoch, "history": history}
+    frames = []
+    for name, data in splits.items():
+        probs, attention = predict(model, data, spec["eval_batch_size"], device)
+        if name != "train":
+            metrics[name] = classification_metrics(data.labels, probs)
+        frames.append(
+            pd.DataFrame(
+                {
+                    "id": data.ids,
+                    "split": name,
+                    "label": data.labels,
+                    "predicted": probs.argmax(1),
+                    "probs": list(probs),
+                    "attention": attention,
+                }
+            )
+        )
+    metrics["provenance"] = provenance(device, threads, spec["seed"], time.time() - started)
+    return model, metrics, pd.concat(frames, ignore_index=True)
+
+
+def provenance(device, threads: int, seed: int, seconds: float) -> dict:
+    """What a comparison across machines needs: device, library versions, threads, seed, wall time."""
+    return {
+        "device": str(device),
+        "device_name": torch.cuda.get_device_name(0) if device.type == "cuda" else platform.processor() or "cpu",
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "threads": torch.get_num_threads(),
+        "requested_threads": threads,
+        "seed": seed,
+        "wall_seconds": round(seconds, 2),
+        "host": platform.node(),
+        "python": platform.python_version(),
+    }
+
+
+def run(
+    dataset_dir: str,
+    embeddings: str,
+    out_dir: str,
+    spec: dict,
+    threads: int,
+    guide_predictions=None,
+    teacher_predictions=None,
+) -> dict:
+    model, metrics, predictions = train_model(
+        dataset_dir,
+        embeddings,
+        spec,
+        threads,
+        guide_predictions=guide_predictions,
+        teacher_predictions=teacher_predictions,
+    )
+    out = Path(out_dir)
+    extra = {"spec": {**DEFAULTS, **spec}}
+    if model.guides is not None:
+        extra["guides"] = model.guides
+    save_model(out / "model.pt", model, extra)
+    write_parquet(out / "predictions.parquet", predictions)
+    write_json(out / "metrics.json", metrics)
+    log.info("test: %s", {k: v for k, v in metrics["test"].items() if k != "per_class_f1"})
+    return metrics
