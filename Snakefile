@@ -1,4 +1,5 @@
-# attnaudit: raw corpora → datasets → embeddings → attention classifiers → audits. Wiring only.
+# attnaudit: raw corpora → datasets → embeddings → models (the model sheet) → importance scores → the four papers'
+# audits → tables and figures. Wiring only; helpers live in rules/common.smk.
 from snakemake.utils import min_version
 
 min_version("9.0")
@@ -12,8 +13,19 @@ include: "rules/corpora.smk"
 include: "rules/tokenise.smk"
 include: "rules/embeddings.smk"
 include: "rules/train.smk"
+include: "rules/importance.smk"
 include: "rules/jain_wallace.smk"
 include: "rules/saliency.smk"
+
+
+# gathers and tables take seconds: run them where Snakemake runs, not as cluster jobs
+localrules:
+    importance_gather,
+    jw_gather,
+    jw_tables,
+    saliency_gather,
+    saliency_tables,
+    saliency_planted,
 
 
 rule all:

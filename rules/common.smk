@@ -1,24 +1,26 @@
-# Helpers for the rules: config validation, target lists, model ids, per-branch parameters.
+# Helpers for the rules: config validation, the model sheet, target lists, per-branch parameters. Every helper is a
+# named function here; the stage files only wire rules.
+import fnmatch
 import json
 import shlex
-from itertools import product
 from pathlib import Path
 
 from snakemake.utils import validate
 
 from attnaudit.corpora.registry import get_spec
-from attnaudit.modelid import format_model_id, parse_model_id
+from attnaudit.importance._stage import check_options
+from attnaudit.modelsheet import MODEL_WILDCARD, sheet
 
 validate(config, "../schemas/config.schema.yaml")
 
 DATASETS = config["datasets"]
 USER_CORPORA = config["corpora"].get("user", {})
-GRID_DEFAULTS = {
-    "encoders": ["lstm", "cnn", "average"],
-    "attentions": ["additive", "dot"],
-    "regularisers": ["base"],
-    "seeds": [0],
-}
+AUDITS = config["audits"]
+IMPORTANCE = config["importance"]
+# the model sheet of every dataset, expanded and checked (unknown teachers, cycles, sizes) before any job runs
+SHEETS = {dataset: sheet(dataset, entry) for dataset, entry in DATASETS.items()}
+for _method, _options in IMPORTANCE.items():
+    check_options(_method, _options)
 
 # corpora.mirror goes to the corpus stage as --mirror; without it the stage falls back to env ATTNAUDIT_MIRROR
 # (read by the package, so CI and clusters can point at a mirror without editing config), then the official URLs.
@@ -32,7 +34,14 @@ MIRROR_ARG = (
 wildcard_constraints:
     dataset="|".join(DATASETS),
     corpus="[A-Za-z0-9_]+",
-    model=r"[a-z]+-[a-z]+-[a-z]+-s\d+",
+    model=MODEL_WILDCARD,
+    method="[a-z0-9_]+",
+    chunk=r"\d+",
+    n_chunks=r"\d+",
+
+
+def as_json(obj):
+    return json.dumps(obj, sort_keys=True)
 
 
 def dataset_subset(key, names):
@@ -45,6 +54,7 @@ def dataset_subset(key, names):
     return list(names)
 
 
+# -- data ---------------------------------------------------------------------------------------------------------
 def corpus_of(dataset):
     return DATASETS[dataset]["corpus"]
 
@@ -52,10 +62,6 @@ def corpus_of(dataset):
 def corpus_spec(corpus):
     """Registry entry (name, URLs, checksums, J&W defaults) of a built-in or user corpus."""
     return get_spec(corpus, USER_CORPORA)
-
-
-def as_json(obj):
-    return json.dumps(obj, sort_keys=True)
 
 
 def corpus_options(corpus):
@@ -73,22 +79,30 @@ def embedding_options(dataset):
     return DATASETS[dataset].get("embeddings", {})
 
 
+def dataset_files(dataset):
+    """What a model-level job reads of its dataset."""
+    return {
+        "examples": f"results/datasets/{dataset}/examples.parquet",
+        "vocab": f"results/datasets/{dataset}/vocab.json",
+    }
+
+
+# -- the model sheet ----------------------------------------------------------------------------------------------
 def model_ids(dataset):
-    """Model ids of a dataset's grid: the product of each block's lists, blocks united in order."""
-    blocks = DATASETS[dataset].get("grid", {})
-    ids = {}
-    for block in blocks if isinstance(blocks, list) else [blocks]:
-        grid = {**GRID_DEFAULTS, **block}
-        variants = product(grid["encoders"], grid["attentions"], grid["regularisers"], grid["seeds"])
-        ids.update((format_model_id(*variant), None) for variant in variants)
-    return list(ids)
+    """Every model of a dataset: J&W's grid, then the model sheet's variants, one model per seed."""
+    return list(SHEETS[dataset])
+
+
+def variant(dataset, model):
+    """The sheet fields of one model (variant, seed, encoder, attention, regulariser, teachers, ...)."""
+    return SHEETS[dataset][model]
 
 
 def train_spec(dataset, model):
     """Hyper-parameters of one branch, most specific last: train < train_per_encoder.<encoder>
-    < datasets.<name>.train < datasets.<name>.train_per_encoder.<encoder>."""
-    variant = parse_model_id(model)
-    encoder = variant["encoder"]
+    < datasets.<name>.train < datasets.<name>.train_per_encoder.<encoder> < the model's sheet fields."""
+    fields = variant(dataset, model)
+    encoder = fields["encoder"]
     defaults = corpus_spec(corpus_of(dataset)).defaults
     return {
         "class_weighting": defaults.get("class_weighting", False),
@@ -96,25 +110,55 @@ def train_spec(dataset, model):
         **config.get("train_per_encoder", {}).get(encoder, {}),
         **DATASETS[dataset].get("train", {}),
         **DATASETS[dataset].get("train_per_encoder", {}).get(encoder, {}),
-        **variant,
+        **fields,
     }
 
 
-def model_dirs():
-    return [f"results/models/{d}/{m}" for d in DATASETS for m in model_ids(d)]
+def model_dir(dataset, model):
+    return f"results/models/{dataset}/{model}"
+
+
+def teacher_predictions(wildcards):
+    """A guided or imitating model trains on its teacher's outputs: they are inputs, so retraining the teacher
+    reruns the student (and nothing else)."""
+    fields = variant(wildcards.dataset, wildcards.model)
+    return {
+        role: f"{model_dir(wildcards.dataset, fields[role])}/predictions.parquet"
+        for role in ("guide", "teacher")
+        if fields.get(role)
+    }
+
+
+def teacher_args(wildcards, input):
+    return " ".join(
+        f"--{role}-predictions {shlex.quote(str(input[role]))}" for role in ("guide", "teacher") if role in input.keys()
+    )
+
+
+def learned_attention(dataset, model):
+    """Models whose attention the J&W and B&F audits question: learned (additive/dot), trained to classify.
+    Frozen (uniform), guided and imitating models are the other papers' instruments, audited by those stages."""
+    fields = variant(dataset, model)
+    return fields["attention"] in ("additive", "dot") and fields["objective"] == "classify"
+
+
+def audited_models(dataset):
+    return [m for m in model_ids(dataset) if learned_attention(dataset, m)]
+
+
+def models_matching(dataset, patterns):
+    """The dataset's models whose variant matches one of the glob ``patterns`` (e.g. ``lstm150-*``)."""
+    return [m for m in model_ids(dataset) if any(fnmatch.fnmatch(variant(dataset, m)["variant"], p) for p in patterns)]
 
 
 def all_targets():
     targets = [f"results/datasets/{d}/stats.json" for d in DATASETS]
     targets += [f"results/embeddings/{d}/coverage.json" for d in DATASETS]
-    targets += [f"{m}/metrics.json" for m in model_dirs()]
+    targets += [f"{model_dir(d, m)}/metrics.json" for d in DATASETS for m in model_ids(d)]
     return targets
 
 
 # -- audits (shared by every audit stage) ---------------------------------------------------------------------
-AUDITS = config.get("audits", {})
-
-
 def audit_chunks(dataset):
     """Instance chunks for one dataset's audits: audits.chunks_per_dataset.<name>, else audits.chunks."""
     return AUDITS.get("chunks_per_dataset", {}).get(dataset, AUDITS.get("chunks", 2))
@@ -124,3 +168,93 @@ def chunk_paths(pattern, dataset, **wildcards):
     """Expand a per-chunk path pattern containing {chunk} and {n_chunks} for one dataset."""
     n = audit_chunks(dataset)
     return [pattern.format(dataset=dataset, chunk=i, n_chunks=n, **wildcards) for i in range(n)]
+
+
+def gathered_chunks(pattern):
+    """Input function of a gather rule: the chunk files of ``pattern`` for the job's wildcards."""
+
+    def chunks(wildcards):
+        return chunk_paths(pattern, wildcards.dataset, **{k: v for k, v in wildcards.items() if k != "dataset"})
+
+    return chunks
+
+
+def importance_path(dataset, model, method):
+    return f"results/importance/{dataset}/{model}/{method}.parquet"
+
+
+def importance_options(method):
+    return IMPORTANCE.get(method, {})
+
+
+# -- Jain & Wallace ----------------------------------------------------------------------------------------------
+def jw_audit_path(dataset, model, audit):
+    return f"results/audits/{dataset}/{model}/{audit}.parquet"
+
+
+def jw_figure_models(dataset):
+    """The figures show J&W's own models: learned attention, no regulariser (seeds and selection rules too)."""
+    return [m for m in audited_models(dataset) if variant(dataset, m)["regulariser"] == "base"]
+
+
+def jw_runs():
+    """Every audited model with its sheet fields and the paths of its three gathered audits (for the tables)."""
+    runs = []
+    for dataset in DATASETS:
+        for model in audited_models(dataset):
+            spec = train_spec(dataset, model)
+            run = {"dataset": dataset, "model": model, "corpus": corpus_of(dataset)}
+            run.update({k: spec[k] for k in ("encoder", "attention", "regulariser")})
+            run.update({"seed": spec["seed"], "selection": spec.get("selection", "best"), "variant": spec["variant"]})
+            run.update({audit.removeprefix("jw_"): jw_audit_path(dataset, model, audit) for audit in JW_AUDITS})
+            runs.append(run)
+    return runs
+
+
+def jain_wallace_targets():
+    return (
+        [f"results/tables/jain_wallace/{t}" for t in JW_TABLES]
+        + [f"results/figures/jain_wallace/{d}/{f}.png" for d in DATASETS for f in JW_FIGURES if jw_figure_models(d)]
+        + [f"results/figures/jain_wallace/{d}/heatmaps/{m}.html" for d in DATASETS for m in audited_models(d)]
+    )
+
+
+# -- Bastings & Filippova ----------------------------------------------------------------------------------------
+def saliency_models(dataset):
+    """B&F's (costly) audit on the models with learned attention of saliency.seeds (null: every seed)."""
+    seeds, patterns = config["saliency"]["seeds"], config["saliency"]["models"]
+    chosen = audited_models(dataset) if patterns is None else models_matching(dataset, patterns)
+    return [
+        m for m in chosen if learned_attention(dataset, m) and (seeds is None or variant(dataset, m)["seed"] in seeds)
+    ]
+
+
+def saliency_importance(dataset, model):
+    return [importance_path(dataset, model, method) for method in config["saliency"]["methods"]]
+
+
+def saliency_runs():
+    return [
+        {
+            "dataset": d,
+            "model": m,
+            "agreement": f"results/audits/{d}/{m}/saliency_agreement.parquet",
+            "faithfulness": f"results/audits/{d}/{m}/saliency_faithfulness.parquet",
+            "importance": saliency_importance(d, m),
+        }
+        for d in SAL_DATASETS
+        for m in saliency_models(d)
+    ]
+
+
+def saliency_targets():
+    return (
+        [f"results/tables/bastings_filippova/{t}.csv" for t in SAL_TABLES]
+        + (["results/tables/bastings_filippova/planted.csv"] if SAL_PLANTED else [])
+        + [
+            f"results/figures/bastings_filippova/{d}/{m}/{f}.png"
+            for d in SAL_DATASETS
+            for m in saliency_models(d)
+            for f in ("agreement", "faithfulness")
+        ]
+    )

@@ -12,8 +12,9 @@ from test_importance_jw import VARIANTS, small_batch, small_model
 from attnaudit import AttnauditError
 from attnaudit.auditing import instance_seed
 from attnaudit.cli import main
+from attnaudit.importance._stage import score
 from attnaudit.io import gather_chunks
-from attnaudit.jain_wallace import reference, rng
+from attnaudit.jain_wallace import correlation, reference, rng
 from attnaudit.jain_wallace.adversarial import epsilon_max_jsd, find_adversaries
 from attnaudit.jain_wallace.common import batch_seeds
 from attnaudit.jain_wallace.options import DEFAULTS, resolve
@@ -131,10 +132,35 @@ def test_adversary_never_reports_an_invalid_adversary(planted_dataset, planted_m
 
 @pytest.fixture(scope="module")
 def planted_audits(planted_dataset, planted_model_dir, tmp_path_factory):
-    """Each audit on the planted test split, once in 1 chunk and once in 3 chunks (gathered)."""
+    """Each audit on the planted test split, once in 1 chunk and once in 3 chunks (gathered); the correlation audit
+    from the importance stage's scores, themselves computed in 1 and in 3 chunks."""
     out = tmp_path_factory.mktemp("jw_audits")
+    dataset = planted_dataset / "dataset"
     frames = {}
-    for audit in ("correlation", "permutation", "adversarial"):
+    correlation_frames = []
+    for n_chunks, name in ((1, "one"), (3, "three")):
+        paths = []
+        for method in ("attention", "gradient", "loo"):
+            parts = [out / name / "importance" / method / f"chunk-{c}-of-{n_chunks}.parquet" for c in range(n_chunks)]
+            for c, part in enumerate(parts):
+                score(
+                    str(dataset),
+                    str(planted_model_dir),
+                    part,
+                    method,
+                    {},
+                    batch_size=16,
+                    chunk=c,
+                    n_chunks=n_chunks,
+                    seed=3,
+                )
+            paths.append(out / name / "importance" / f"{method}.parquet")
+            gather_chunks(parts, paths[-1])
+        correlation_frames.append(
+            correlation.run(paths, str(dataset), out / name / "jw_correlation.parquet", options=FAST)
+        )
+    frames["correlation"] = tuple(correlation_frames)
+    for audit in ("permutation", "adversarial"):
         whole = run_audit(
             audit,
             planted_dataset / "dataset",
@@ -199,14 +225,25 @@ def test_tables_figures_heatmaps(planted_audits, planted_dataset, tmp_path):
     out, _ = planted_audits
     root = tmp_path / "audits"
     models = ("average-additive-base-s0", "lstm-additive-base-s0", "lstm-additive-base-s1")
+    runs = []
     for model in models:  # the same audits under three names
         (root / "planted" / model).mkdir(parents=True)
+        encoder, attention, _, seed = model.split("-")
+        run = {
+            "dataset": "planted",
+            "model": model,
+            "corpus": "sst",
+            "selection": "best",
+            "encoder": encoder,
+            "attention": attention,
+            "regulariser": "base",
+            "seed": int(seed[1:]),
+        }
         for audit in ("correlation", "permutation", "adversarial"):
-            (root / "planted" / model / f"jw_{audit}.parquet").write_bytes(
-                (out / "one" / f"jw_{audit}.parquet").read_bytes()
-            )
-    runs = [{"dataset": "planted", "model": m, "corpus": "sst", "selection": "best"} for m in models]
-    tables = write_tables(root, runs, tmp_path / "tables", FAST)
+            run[audit] = root / "planted" / model / f"jw_{audit}.parquet"
+            run[audit].write_bytes((out / "one" / f"jw_{audit}.parquet").read_bytes())
+        runs.append(run)
+    tables = write_tables(runs, tmp_path / "tables", FAST)
     corr = pd.read_csv(tmp_path / "tables" / "correlation.csv")
     assert {"dataset", "model", "predicted_class", "pair", "tau_mean", "tau_std", "significant_fraction", "n"} <= set(
         corr
@@ -230,8 +267,16 @@ def test_tables_figures_heatmaps(planted_audits, planted_dataset, tmp_path):
     assert np.isnan(seeds.loc[("average", "tau_loo", 0)]["jw_mean"])  # J&W report τ_loo for the BiLSTM only
     assert "| planted | best | lstm-additive-base | tau_g | 0 |" in (tmp_path / "tables" / "seeds.md").read_text()
 
+    shown = ["average-additive-base-s0", "lstm-additive-base-s0"]
     paths = write_figures(
-        "planted", ["average-additive-base-s0", "lstm-additive-base-s0"], root / "planted", tmp_path / "figures"
+        "planted",
+        shown,
+        {
+            a: [root / "planted" / m / f"jw_{a}.parquet" for m in shown]
+            for a in ("correlation", "permutation", "adversarial")
+        },
+        tmp_path / "figures",
+        {m: {"encoder": m.split("-")[0], "attention": "additive"} for m in shown},
     )
     assert [p.stem for p in paths] == list(FIGURES) and all(p.stat().st_size > 1000 for p in paths)
 

@@ -15,10 +15,11 @@ from attnaudit.auditing import iterate_chunk, load_audit_inputs
 from attnaudit.data import collate
 from attnaudit.importance import get_method
 from attnaudit.importance._forward import class_scores, embedding_forward
+from attnaudit.importance._stage import read_scores, score
 from attnaudit.io import gather_chunks
 from attnaudit.masks import candidate_mask
 from attnaudit.metrics import kendall_tau
-from attnaudit.saliency import agreement, faithfulness, planted, report, scores
+from attnaudit.saliency import agreement, faithfulness, planted, report
 from attnaudit.saliency.ranking import k_tokens, rank_positions, ranking_key
 
 
@@ -262,35 +263,43 @@ def stage_outputs(tmp_path_factory, planted_dataset, planted_model_dir):
     options = {"integrated_gradients": {"n_steps": 16}}
     outputs = {}
     for n_chunks in (1, 2):
-        parts = {"scores": [], "agreement": [], "faithfulness": []}
-        for chunk in range(n_chunks):
-            paths = {p: root / f"{p}-{chunk}-of-{n_chunks}.parquet" for p in parts}
-            scores.run(
-                data,
-                str(planted_model_dir),
-                paths["scores"],
-                methods,
-                options,
-                batch_size=32,
-                chunk=chunk,
-                n_chunks=n_chunks,
-                seed=0,
-            )
-            agreement.run(data, paths["scores"], paths["agreement"], k=2)
+        run = root / f"audits-{n_chunks}" / "planted" / "average-additive-base-s0"
+        importance = []
+        for method in methods:  # the importance stage, per method, chunked and gathered
+            parts = [root / f"{method}-{chunk}-of-{n_chunks}.parquet" for chunk in range(n_chunks)]
+            for chunk, part in enumerate(parts):
+                score(
+                    data,
+                    str(planted_model_dir),
+                    part,
+                    method,
+                    options.get(method, {}),
+                    batch_size=32,
+                    chunk=chunk,
+                    n_chunks=n_chunks,
+                    seed=0,
+                )
+            importance.append(run / "importance" / f"{method}.parquet")
+            gather_chunks(parts, importance[-1])
+        agreement.run(data, importance, run / "saliency_agreement.parquet", k=2)
+        parts = [root / f"faithfulness-{chunk}-of-{n_chunks}.parquet" for chunk in range(n_chunks)]
+        for chunk, part in enumerate(parts):
             faithfulness.run(
                 data,
                 str(planted_model_dir),
-                paths["scores"],
-                paths["faithfulness"],
+                importance,
+                part,
                 batch_size=32,
                 chunk=chunk,
                 n_chunks=n_chunks,
                 variants=("deletion", "unk"),
             )
-            for p in parts:
-                parts[p].append(paths[p])
-        run = root / f"audits-{n_chunks}" / "planted" / "average-additive-base-s0"
-        outputs[n_chunks] = {p: gather_chunks(parts[p], run / f"saliency_{p}.parquet") for p in parts}
+        outputs[n_chunks] = {
+            "scores": read_scores(importance),
+            "importance": importance,
+            "agreement": pd.read_parquet(run / "saliency_agreement.parquet"),
+            "faithfulness": gather_chunks(parts, run / "saliency_faithfulness.parquet"),
+        }
     return root, outputs, methods
 
 
@@ -298,6 +307,7 @@ def test_stage_outputs_do_not_depend_on_chunking(stage_outputs):
     _, outputs, methods = stage_outputs
     one, two = outputs[1], outputs[2]
     pd.testing.assert_frame_equal(one["scores"].drop(columns=["seconds"]), two["scores"].drop(columns=["seconds"]))
+    assert (one["scores"]["status"] == "ok").all()
     pd.testing.assert_frame_equal(one["agreement"], two["agreement"])
     pd.testing.assert_frame_equal(one["faithfulness"], two["faithfulness"])
     assert list(dict.fromkeys(one["scores"]["method"])) == methods
@@ -307,10 +317,22 @@ def test_stage_outputs_do_not_depend_on_chunking(stage_outputs):
 
 
 def test_stage_tables_planted_and_figures(stage_outputs, planted_dataset):
-    root, _, methods = stage_outputs
+    root, outputs, methods = stage_outputs
     audits = root / "audits-2"
     out = root / "tables"
-    tables = report.run_tables(str(audits), [("planted", "average-additive-base-s0")], str(out))
+    run = audits / "planted" / "average-additive-base-s0"
+    tables = report.run_tables(
+        [
+            {
+                "dataset": "planted",
+                "model": "average-additive-base-s0",
+                "agreement": run / "saliency_agreement.parquet",
+                "faithfulness": run / "saliency_faithfulness.parquet",
+                "importance": outputs[2]["importance"],
+            }
+        ],
+        str(out),
+    )
     agreement_csv = pd.read_csv(out / "agreement.csv")
     assert {"dataset", "model", "method_a", "method_b", "tau_mean", "topk_overlap"} <= set(agreement_csv.columns)
     faith = pd.read_csv(out / "faithfulness.csv")
@@ -330,7 +352,7 @@ def test_stage_tables_planted_and_figures(stage_outputs, planted_dataset):
                 "dataset": "planted",
                 "dataset_dir": str(planted_dataset / "dataset"),
                 "model": "average-additive-base-s0",
-                "scores": str(audits / "planted" / "average-additive-base-s0" / "saliency_scores.parquet"),
+                "scores": outputs[2]["importance"],
             }
         ],
         str(out / "planted.csv"),

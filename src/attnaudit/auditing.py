@@ -9,18 +9,24 @@ whatever the chunk count: the gathered parquet is identical for 1 or 16 chunks. 
 
 from __future__ import annotations
 
+import logging
+import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
+from tqdm import tqdm
 
 from attnaudit import AttnauditError
 from attnaudit.data import Encoded, encode_split, load_examples
+from attnaudit.io import write_parquet
 from attnaudit.models import AttentionClassifier, Batch, load_model, pick_device
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -80,3 +86,50 @@ def iterate_chunk(
 def instance_seed(base_seed: int, instance_id: str) -> int:
     """A seed for one instance, independent of batching and chunking."""
     return (base_seed * 1_000_003 + zlib.crc32(instance_id.encode())) % (2**31)
+
+
+def run_chunked(
+    inputs: AuditInputs,
+    per_batch: Callable[[np.ndarray, Batch], dict | pd.DataFrame],
+    out: str | Path,
+    *,
+    batch_size: int,
+    chunk: int = 0,
+    n_chunks: int = 1,
+    desc: str = "audit",
+    progress: bool = True,
+    extra_columns: dict | None = None,
+) -> pd.DataFrame:
+    """The one chunked audit loop: ``per_batch(rows, batch)`` returns the columns of its instances (a ``row``
+    column is added, or kept if the frame has it), the chunk's rows are written in instance order, atomically,
+    with ``extra_columns`` (constants such as the device) appended."""
+    started = time.time()
+    n_batches = len(chunk_of(batch_plan(inputs.encoded, batch_size), chunk, n_chunks))
+    frames = []
+    stream = iterate_chunk(inputs, batch_size, chunk, n_chunks)
+    for rows, batch in tqdm(
+        stream, total=n_batches, desc=f"{desc} chunk {chunk + 1}/{n_chunks}", disable=not progress, mininterval=5
+    ):
+        frame = pd.DataFrame(per_batch(rows, batch))
+        if "row" not in frame.columns:
+            frame.insert(1, "row", rows)
+        frames.append(frame)
+    frame = (
+        pd.concat(frames, ignore_index=True).sort_values("row", kind="stable").reset_index(drop=True)
+        if frames
+        else pd.DataFrame({"id": pd.Series(dtype=str), "row": pd.Series(dtype=np.int64)})
+    )
+    for name, value in (extra_columns or {}).items():
+        frame[name] = value
+    write_parquet(out, frame)
+    log.info(
+        "%s: %d instances (chunk %d of %d, batch size %d) in %.1f s → %s",
+        desc,
+        frame["row"].nunique(),
+        chunk,
+        n_chunks,
+        batch_size,
+        time.time() - started,
+        out,
+    )
+    return frame

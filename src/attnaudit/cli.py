@@ -15,6 +15,7 @@ STAGES = [
     "tokenise",
     "embeddings",
     "train",
+    "importance",
     "benchmarks",
     "jain_wallace",
     "bench",

@@ -27,6 +27,8 @@ MODEL_WILDCARD = r"[a-z0-9][a-z0-9_.-]*-s\d+"
 REGULARISERS = ("base", "concat", "residual", "tying", "mlm")
 OBJECTIVES = ("classify", "imitate")
 GRID_DEFAULTS = {"encoders": ["lstm", "cnn", "average"], "attentions": ["additive", "dot"], "seeds": [0]}
+#: what a variant is unless its fields say otherwise (J&W's BiLSTM with additive attention, classification)
+VARIANT_DEFAULTS = {"encoder": "lstm", "attention": "additive", "regulariser": "base", "objective": "classify"}
 #: regularisers that compare or add h_t and e_t, so 2·lstm_hidden (the encoder output) must equal the embedding
 SAME_SIZE = ("residual", "tying", "mlm")
 
@@ -83,7 +85,7 @@ def sheet(dataset: str, entry: dict) -> dict[str, dict]:
         seeds = fields.get("seeds", [0])
         if not seeds:
             raise AttnauditError(f"{key}.seeds: give at least one seed")
-        spec = {k: v for k, v in fields.items() if k != "seeds"}
+        spec = {**VARIANT_DEFAULTS, **{k: v for k, v in fields.items() if k != "seeds"}}
         check_fields(key, spec, entry)
         for seed in seeds:
             models[format_model_id(name, seed)] = {**spec, "variant": name, "seed": int(seed)}

@@ -78,3 +78,45 @@ def predicted_class(model: AttentionClassifier, batch: Batch) -> torch.Tensor:
 
 
 _discover()
+
+
+def add_cli(subparsers) -> None:
+    """``python -m attnaudit importance {score,gather}``: the importance stage (:mod:`._stage`)."""
+    import json
+
+    from attnaudit.io import add_gather_command
+
+    parser = subparsers.add_parser("importance", help="per-instance scores of one importance method")
+    sub = parser.add_subparsers(dest="importance_command", required=True)
+    p = sub.add_parser("score", help="one method on one chunk of the audited split → parquet")
+    p.add_argument("--method", required=True, help=f"one of {', '.join(sorted(METHODS))}")
+    p.add_argument("--options", default="{}", help="JSON: the method's constructor options")
+    p.add_argument("--dataset-dir", required=True)
+    p.add_argument("--model-dir", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--split", default="test")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--chunk", type=int, default=0)
+    p.add_argument("--n-chunks", type=int, default=1)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=1)
+
+    def _score(a):
+        from attnaudit.importance._stage import score
+
+        score(
+            a.dataset_dir,
+            a.model_dir,
+            a.out,
+            a.method,
+            json.loads(a.options),
+            split=a.split,
+            batch_size=a.batch_size,
+            chunk=a.chunk,
+            n_chunks=a.n_chunks,
+            seed=a.seed,
+            threads=a.threads,
+        )
+
+    p.set_defaults(func=_score)
+    add_gather_command(sub)

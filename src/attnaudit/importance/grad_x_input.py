@@ -5,8 +5,6 @@ Eq. 3). Signed: B&F's *saliency* (the marginal effect of the actual input vector
 predicted class. Full computation path (attention not detached).
 """
 
-from captum.attr import InputXGradient
-
 from attnaudit.importance import ImportanceMethod, register
 from attnaudit.importance._forward import captum_on_embeddings, check_output
 
@@ -21,5 +19,7 @@ class GradXInput(ImportanceMethod):
         self.output = check_output(output)
 
     def attribute(self, model, batch):
+        from captum.attr import InputXGradient  # imported when used: the registry stays cheap to load
+
         attributions = captum_on_embeddings(InputXGradient, model, batch, self.output)
         return attributions.sum(dim=-1).masked_fill(~batch.mask, 0.0)

@@ -16,7 +16,6 @@ default), so the audit can store and report them.
 import logging
 
 import torch
-from captum.attr import IntegratedGradients as CaptumIG
 
 from attnaudit import AttnauditError
 from attnaudit.importance import Attribution, ImportanceMethod, predicted_class, register
@@ -72,6 +71,8 @@ class IntegratedGradients(ImportanceMethod):
     def explain(self, model, batch) -> Attribution:
         """Scores with the per-instance convergence delta (Sundararajan et al. 2017, §2 completeness) and a flag
         where |delta| exceeds ``delta_tolerance``."""
+        from captum.attr import IntegratedGradients as CaptumIG  # imported when used: a cheap registry
+
         target = predicted_class(model, batch)
         with gradient_mode():
             embedded = model.embed(batch).detach().requires_grad_(True)

@@ -6,8 +6,6 @@ the whole computation path, attention included (unlike J&W's ``gradient``, which
 this *sensitivity*, not saliency (§3.1, after Ancona et al. 2019).
 """
 
-from captum.attr import Saliency
-
 from attnaudit.importance import ImportanceMethod, register
 from attnaudit.importance._forward import captum_on_embeddings, check_output
 
@@ -22,5 +20,7 @@ class SaliencyL2(ImportanceMethod):
         self.output = check_output(output)
 
     def attribute(self, model, batch):
+        from captum.attr import Saliency  # imported when used: the registry stays cheap to load
+
         gradients = captum_on_embeddings(Saliency, model, batch, self.output, abs=False)
         return gradients.norm(dim=-1).masked_fill(~batch.mask, 0.0)

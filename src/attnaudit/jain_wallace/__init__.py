@@ -26,8 +26,20 @@ def add_cli(subparsers) -> None:
     p = subparsers.add_parser("jain-wallace", aliases=["jw"], help="Jain & Wallace (2019) audits, tables, figures")
     sub = p.add_subparsers(dest="jw_command", required=True)
 
-    a = sub.add_parser("audit", help="one audit on one instance chunk → per-instance parquet")
-    a.add_argument("audit", choices=["correlation", "permutation", "adversarial"])
+    c = sub.add_parser("correlation", help="Kendall τ between importance methods per instance (reads their scores)")
+    c.add_argument("--importance", nargs="+", required=True, help="gathered importance parquets, one per method")
+    c.add_argument("--dataset-dir", required=True)
+    c.add_argument("--split", default="test")
+    c.add_argument("--options", default="{}", help="JSON: the jain_wallace config block")
+    c.add_argument("--out", required=True)
+    c.set_defaults(
+        func=lambda a: _run(
+            "correlation", "run", a.importance, a.dataset_dir, a.out, split=a.split, options=_json(a.options)
+        )
+    )
+
+    a = sub.add_parser("audit", help="one model-probing audit on one instance chunk → per-instance parquet")
+    a.add_argument("audit", choices=["permutation", "adversarial"])
     a.add_argument("--dataset-dir", required=True)
     a.add_argument("--model-dir", required=True)
     a.add_argument("--out", required=True)
@@ -43,23 +55,34 @@ def add_cli(subparsers) -> None:
     add_gather_command(sub)
 
     t = sub.add_parser("tables", help="summary tables (results/tables/jain_wallace)")
-    t.add_argument("--audits-root", required=True, help="results/audits")
-    t.add_argument("--runs", required=True, help="JSON list of {dataset, model, corpus}")
+    t.add_argument(
+        "--runs",
+        required=True,
+        help="JSON list of {dataset, model, corpus, variant fields, correlation, permutation, adversarial (paths)}",
+    )
     t.add_argument("--out-dir", required=True)
     t.add_argument("--options", default="{}")
     t.set_defaults(
-        func=lambda args: _run(
-            "tables", "write_tables", args.audits_root, _json(args.runs), args.out_dir, _json(args.options)
-        )
+        func=lambda args: _run("tables", "write_tables", _json(args.runs), args.out_dir, _json(args.options))
     )
 
     f = sub.add_parser("figures", help="figures of one dataset")
     f.add_argument("--dataset", required=True)
     f.add_argument("--models", nargs="+", required=True)
-    f.add_argument("--audits-dir", required=True, help="results/audits/{dataset}")
+    for audit in ("correlation", "permutation", "adversarial"):
+        f.add_argument(f"--{audit}", nargs="+", required=True, help=f"jw_{audit}.parquet per model, in --models order")
+    f.add_argument("--variants", default="{}", help="JSON: model → its sheet fields (encoder, attention, …)")
     f.add_argument("--out-dir", required=True)
     f.set_defaults(
-        func=lambda args: _run("figures", "write_figures", args.dataset, args.models, args.audits_dir, args.out_dir)
+        func=lambda args: _run(
+            "figures",
+            "write_figures",
+            args.dataset,
+            args.models,
+            {"correlation": args.correlation, "permutation": args.permutation, "adversarial": args.adversarial},
+            args.out_dir,
+            _json(args.variants),
+        )
     )
 
     h = sub.add_parser("heatmaps", help="adversarial heatmaps of one model (HTML)")

@@ -1,23 +1,27 @@
 """Correlation audit (J&W §4.1, Algorithm 1, Table 2, Fig. 2, App. C Figs. 6–8).
 
-Per instance: the scores of every importance method in ``correlation.methods`` (registry objects, computed
-batched) and Kendall τ-b with its two-sided p-value (``scipy.stats.kendalltau``, variant "b", which corrects for
-ties) for every pair of methods, over the real positions without the sentence markers (``exclude_markers``,
-as J&W's code never scores <s>, </s>). Signed scores are ranked by absolute value when ``absolute`` (the J&W
-gradient is already an absolute value; LOO TVDs and attention are non-negative).
+Per instance: the scores of every importance method in ``correlation.methods`` (read from the importance stage,
+which computes each method once per model) and Kendall τ-b with its two-sided p-value (``scipy.stats.kendalltau``,
+variant "b", which corrects for ties) for every pair of methods, over the real positions without the sentence
+markers (``exclude_markers``, as J&W's code never scores <s>, </s>). Signed scores are ranked by absolute value
+when ``absolute`` (the J&W gradient is already an absolute value; LOO TVDs and attention are non-negative).
 """
 
 from __future__ import annotations
 
 import itertools
+import logging
 
 import numpy as np
-import torch
+import pandas as pd
 
-from attnaudit.importance import get_method
-from attnaudit.jain_wallace.common import Context, instance_columns, ragged
-from attnaudit.masks import content_mask
+from attnaudit import AttnauditError
+from attnaudit.data import encode_split, load_examples
+from attnaudit.io import write_parquet
+from attnaudit.masks import marker_ids
 from attnaudit.metrics import kendall_tau
+
+log = logging.getLogger(__name__)
 
 
 def method_pairs(methods: list[str]) -> list[tuple[str, str]]:
@@ -29,29 +33,68 @@ def pair_name(a: str, b: str) -> str:
     return f"{a}~{b}"
 
 
-def _method(name: str, options: dict):
-    return get_method(name, max_tokens=options["loo_max_tokens"]) if name == "loo" else get_method(name)
+def content_flags(sequences: list[np.ndarray], markers: tuple[int, ...], exclude_markers: bool) -> list[np.ndarray]:
+    """Per instance, the positions that are ranked: real tokens without the markers (all of them if an instance
+    has nothing else, or when ``exclude_markers`` is off) — :func:`attnaudit.masks.content_mask` on arrays."""
+    flags = []
+    for seq in sequences:
+        keep = ~np.isin(seq, markers) if exclude_markers and markers else np.ones(len(seq), bool)
+        flags.append(keep if keep.any() else np.ones(len(seq), bool))
+    return flags
 
 
-def correlation_batch(model, batch, ctx: Context) -> dict:
-    options = ctx.options["correlation"]
+def correlation_frame(scores: dict[str, pd.DataFrame], content: list[np.ndarray], options: dict) -> pd.DataFrame:
+    """``scores``: method → its importance frame (rows in instance order); ``content``: ranked positions per row."""
     methods = list(options["methods"])
-    with torch.no_grad():
-        probs = model(batch).probs
-    scores = {}
+    first = scores[methods[0]]
+    for name in methods[1:]:
+        if not np.array_equal(scores[name]["row"].to_numpy(), first["row"].to_numpy()):
+            raise AttnauditError(f"importance scores of {name} and {methods[0]} cover different instances")
+    rows = first["row"].to_numpy()
+    flags = [content[r] for r in rows]
+    columns = {
+        "id": first["id"].tolist(),
+        "row": rows,
+        "label": first["label"].to_numpy(),
+        "predicted_class": first["predicted"].to_numpy(),
+        "n_tokens": first["length"].to_numpy(),
+        "n_positions": np.array([f.sum() for f in flags], dtype=np.int64),
+    }
+    arrays = {}
     for name in methods:
-        method = _method(name, options)
-        values = method.attribute(model, batch).detach().double().cpu()
-        scores[name] = values.abs() if (method.signed and options["absolute"]) else values
-    content = content_mask(batch, ctx.markers, options["exclude_markers"]).cpu().numpy()
-    columns = instance_columns(batch, probs)
-    columns["n_positions"] = content.sum(axis=1)
-    for name in methods:
-        columns[name] = ragged(scores[name], batch.lengths)
-    arrays = {name: values.numpy() for name, values in scores.items()}
+        frame = scores[name]
+        values = [np.asarray(v, dtype=np.float32) for v in frame["scores"]]
+        columns[name] = values
+        absolute = bool(frame["signed"].iloc[0]) and options["absolute"]
+        arrays[name] = [np.abs(v.astype(np.float64)) if absolute else v.astype(np.float64) for v in values]
     for a, b in method_pairs(methods):
-        # scipy's τ-b is one call per instance; the scores themselves were computed batched above
-        results = [kendall_tau(arrays[a][i][content[i]], arrays[b][i][content[i]]) for i in range(len(batch.ids))]
+        results = [kendall_tau(arrays[a][i][f], arrays[b][i][f]) for i, f in enumerate(flags)]
         columns[f"tau_{a}_{b}"] = np.array([r[0] for r in results])
         columns[f"p_{a}_{b}"] = np.array([r[1] for r in results])
-    return columns
+    return pd.DataFrame(columns)
+
+
+def run(
+    importance_paths: list[str], dataset_dir: str, out: str, *, split: str = "test", options: dict | None = None
+) -> pd.DataFrame:
+    from attnaudit.jain_wallace.options import resolve
+
+    opts = resolve(options)["correlation"]
+    scores = {}
+    for path in importance_paths:
+        frame = pd.read_parquet(path)
+        scores[str(frame["method"].iloc[0])] = frame
+    missing = [m for m in opts["methods"] if m not in scores]
+    if missing:
+        raise AttnauditError(f"jain_wallace.correlation.methods: no importance scores given for {missing}")
+    examples, vocab = load_examples(dataset_dir)
+    encoded = encode_split(examples, vocab, split)
+    content = content_flags(encoded.sequences, marker_ids(vocab), opts["exclude_markers"])
+    frame = correlation_frame(scores, content, opts)
+    write_parquet(out, frame)
+    log.info(
+        "correlation of %d instances: mean τ %s",
+        len(frame),
+        ", ".join(f"{a}~{b} {np.nanmean(frame[f'tau_{a}_{b}']):.3f}" for a, b in method_pairs(opts["methods"])),
+    )
+    return frame

@@ -22,7 +22,6 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from attnaudit.io import atomic_path  # noqa: E402
-from attnaudit.jain_wallace.tables import AUDIT_FILES, _variant  # noqa: E402
 from attnaudit.metrics import LN2  # noqa: E402
 
 log = logging.getLogger(__name__)
@@ -136,14 +135,14 @@ def _appendix_c(correlation: dict[str, pd.DataFrame], path: Path) -> None:
     _save(fig, path)
 
 
-def _average_vs_lstm(correlation: dict[str, pd.DataFrame], path: Path) -> None:
+def _average_vs_lstm(correlation: dict[str, pd.DataFrame], variants: dict[str, dict], path: Path) -> None:
     if not all("tau_attention_loo" in f.columns for f in correlation.values()):
         return _unavailable(path, "needs correlation.methods to include attention and loo")
     groups: dict[str, dict[str, list[pd.DataFrame]]] = {}
     for model, frame in correlation.items():  # seeds and regularisers of one encoder × attention are pooled
-        v = _variant(model)
-        if v["encoder"] in ("average", "lstm"):
-            groups.setdefault(v["attention"], {}).setdefault(v["encoder"], []).append(frame)
+        v = variants.get(model, {})
+        if v.get("encoder") in ("average", "lstm"):
+            groups.setdefault(v.get("attention"), {}).setdefault(v["encoder"], []).append(frame)
     pairs = {
         att: {enc: pd.concat(frames) for enc, frames in g.items()}
         for att, g in groups.items()
@@ -175,10 +174,17 @@ def _average_vs_lstm(correlation: dict[str, pd.DataFrame], path: Path) -> None:
     _save(fig, path)
 
 
-def write_figures(dataset: str, models: list[str], audits_dir: str | Path, out_dir: str | Path) -> list[Path]:
-    """All J&W figures of one dataset; ``audits_dir`` is results/audits/{dataset}."""
-    audits_dir, out = Path(audits_dir), Path(out_dir)
-    load = lambda audit: {m: pd.read_parquet(audits_dir / m / AUDIT_FILES[audit]) for m in models}  # noqa: E731
+def write_figures(
+    dataset: str,
+    models: list[str],
+    paths: dict[str, list[str]],
+    out_dir: str | Path,
+    variants: dict[str, dict] | None = None,
+) -> list[Path]:
+    """All J&W figures of one dataset; ``paths``: audit → its gathered parquet per model, in ``models`` order;
+    ``variants``: model → its sheet fields (encoder, attention) for Fig. 8's pooling."""
+    out = Path(out_dir)
+    load = lambda audit: {m: pd.read_parquet(p) for m, p in zip(models, paths[audit], strict=True)}
     correlation, permutation, adversarial = load("correlation"), load("permutation"), load("adversarial")
     tau_bins = np.linspace(-1, 1, 41)
     _histograms(
@@ -222,7 +228,7 @@ def write_figures(dataset: str, models: list[str], audits_dir: str | Path, out_d
         out / "fig5_jsd_vs_max_attention.png",
     )
     _appendix_c(correlation, out / "fig6_7_appendix_c.png")
-    _average_vs_lstm(correlation, out / "fig8_average_vs_lstm.png")
+    _average_vs_lstm(correlation, variants or {}, out / "fig8_average_vs_lstm.png")
     paths = [out / f"{name}.png" for name in FIGURES]
     log.info("wrote %d figures for %s to %s", len(paths), dataset, out)
     return paths

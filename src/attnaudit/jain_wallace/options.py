@@ -14,7 +14,6 @@ DEFAULTS: dict = {
         "absolute": True,  # |score| for methods whose scores carry a sign before ranking
         "exclude_markers": True,  # leave <s>, </s> out of the rankings (J&W's code never scores them)
         "significance": 0.05,  # p-value threshold of "Sig. Frac." (J&W Table 2)
-        "loo_max_tokens": 1 << 21,  # token positions per LOO forward pass (memory bound for long documents)
     },
     "permutation": {
         "n_permutations": 100,  # J&W Alg. 2

@@ -1,33 +1,22 @@
-"""Run one J&W audit on one chunk of the audited split and write its per-instance parquet."""
+"""Run one of J&W's model-probing audits (permutation, adversarial) on one chunk of the audited split and write its
+per-instance parquet. (The correlation audit reads the importance stage's scores: :mod:`.correlation`.)"""
 
 from __future__ import annotations
 
-import logging
-import time
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import torch
-from tqdm import tqdm
 
 from attnaudit import AttnauditError
-from attnaudit.auditing import batch_plan, chunk_of, iterate_chunk, load_audit_inputs
-from attnaudit.io import write_parquet
+from attnaudit.auditing import load_audit_inputs, run_chunked
 from attnaudit.jain_wallace.adversarial import adversarial_batch
 from attnaudit.jain_wallace.common import Context
-from attnaudit.jain_wallace.correlation import correlation_batch
 from attnaudit.jain_wallace.options import resolve
 from attnaudit.jain_wallace.permutation import permutation_batch
 from attnaudit.masks import marker_ids
 
-log = logging.getLogger(__name__)
-
-AUDITS = {
-    "correlation": correlation_batch,
-    "permutation": permutation_batch,
-    "adversarial": adversarial_batch,
-}
+AUDITS = {"permutation": permutation_batch, "adversarial": adversarial_batch}
 
 
 def audit_batch_size(audit: str, options: dict, default: int) -> int:
@@ -54,34 +43,15 @@ def run_audit(
         raise AttnauditError(f"unknown J&W audit {audit!r}; expected one of {', '.join(AUDITS)}")
     torch.set_num_threads(max(1, threads))
     opts = resolve(options)
-    started = time.time()
     inputs = load_audit_inputs(dataset_dir, model_dir, split)
     ctx = Context(opts, marker_ids(inputs.vocab), seed)
-    size = audit_batch_size(audit, opts, batch_size)
-    n_batches = len(chunk_of(batch_plan(inputs.encoded, size), chunk, n_chunks))
-    frames = []
-    stream = iterate_chunk(inputs, size, chunk, n_chunks)
-    for rows, batch in tqdm(
-        stream, total=n_batches, desc=f"{audit} chunk {chunk}/{n_chunks}", disable=not progress, mininterval=5
-    ):
-        frame = pd.DataFrame(AUDITS[audit](inputs.model, batch, ctx))
-        frame.insert(1, "row", rows)
-        frames.append(frame)
-    frame = (
-        pd.concat(frames, ignore_index=True).sort_values("row", kind="stable").reset_index(drop=True)
-        if frames
-        else pd.DataFrame({"id": pd.Series(dtype=str), "row": pd.Series(dtype=np.int64)})
-    )
-    write_parquet(out, frame)
-    log.info(
-        "%s: %d instances of %s (chunk %d of %d, batch size %d) in %.1f s → %s",
-        audit,
-        len(frame),
-        model_dir,
-        chunk,
-        n_chunks,
-        size,
-        time.time() - started,
+    return run_chunked(
+        inputs,
+        lambda rows, batch: AUDITS[audit](inputs.model, batch, ctx),
         out,
+        batch_size=audit_batch_size(audit, opts, batch_size),
+        chunk=chunk,
+        n_chunks=n_chunks,
+        desc=audit,
+        progress=progress,
     )
-    return frame

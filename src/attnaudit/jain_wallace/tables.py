@@ -11,19 +11,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from attnaudit import AttnauditError
 from attnaudit.io import write_text
 from attnaudit.jain_wallace.correlation import method_pairs, pair_name
 from attnaudit.jain_wallace.options import resolve
-from attnaudit.modelid import parse_model_id
 
 log = logging.getLogger(__name__)
 
-AUDIT_FILES = {
-    "correlation": "jw_correlation.parquet",
-    "permutation": "jw_permutation.parquet",
-    "adversarial": "jw_adversarial.parquet",
-}
 
 # J&W (2019) Table 2, classification rows (additive attention): (mean, std, significant fraction) per measure.
 # Keys are this project's corpus registry names; Diabetes/Anemia (MIMIC) are kept for users who add them.
@@ -65,24 +58,14 @@ JW_MEASURES = (
 )
 
 
-def _variant(model: str) -> dict:
-    try:
-        v = parse_model_id(model)
-    except AttnauditError:  # a hand-named model directory
-        return {"encoder": "", "attention": "", "regulariser": "", "seed": -1}
-    return {k: v[k] for k in ("encoder", "attention", "regulariser", "seed")}
-
-
-def _load(audits_root: Path, runs: list[dict], audit: str) -> pd.DataFrame:
+def _load(runs: list[dict], audit: str) -> pd.DataFrame:
+    """One audit's gathered parquets (``run[audit]``: its path) with the run's identity columns."""
     frames = []
     for run in runs:
-        path = audits_root / run["dataset"] / run["model"] / AUDIT_FILES[audit]
-        frame = pd.read_parquet(path)
-        frames.append(
-            frame.assign(
-                dataset=run["dataset"], model=run["model"], selection=run.get("selection", ""), **_variant(run["model"])
-            )
-        )
+        identity = {"dataset": run["dataset"], "model": run["model"], "selection": run.get("selection", "")}
+        identity.update({k: run.get(k, "") for k in ("encoder", "attention", "regulariser")})
+        identity["seed"] = run.get("seed", -1)
+        frames.append(pd.read_parquet(run[audit]).assign(**identity))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
@@ -281,14 +264,15 @@ def seeds_markdown(frame: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_tables(audits_root: str | Path, runs: list[dict], out_dir: str | Path, options: dict | None = None) -> dict:
-    """``runs``: [{dataset, model, corpus, selection}] whose gathered audits are under ``audits_root``."""
+def write_tables(runs: list[dict], out_dir: str | Path, options: dict | None = None) -> dict:
+    """``runs``: [{dataset, model, corpus, selection, encoder, attention, regulariser, seed, correlation,
+    permutation, adversarial}], the last three the paths of the model's gathered audits."""
     opts = resolve(options)
-    root, out = Path(audits_root), Path(out_dir)
+    out = Path(out_dir)
     tables = {
-        "correlation": correlation_table(_load(root, runs, "correlation"), opts),
-        "permutation": permutation_table(_load(root, runs, "permutation"), opts),
-        "adversarial": adversarial_table(_load(root, runs, "adversarial"), opts),
+        "correlation": correlation_table(_load(runs, "correlation"), opts),
+        "permutation": permutation_table(_load(runs, "permutation"), opts),
+        "adversarial": adversarial_table(_load(runs, "adversarial"), opts),
     }
     corpora = {r["dataset"]: r.get("corpus", r["dataset"]) for r in runs}
     tables["table2"] = table2(tables["correlation"], corpora)

@@ -5,14 +5,14 @@ user is a model developer, faithfulness is the criterion and input saliency meth
 LRP §3.2, occlusion/omission §3.3 Eq. 5) address it head-on while attention does not (§4). This stage measures
 that on the trained classifiers:
 
-1. ``scores`` — every importance method of the registry on every audited instance, timed (cost);
+1. the importance stage (``rules/importance.smk``) scores every method once per model, timed (cost);
 2. ``agreement`` — Kendall τ-b and top-k overlap between every pair of methods (B&F §4);
 3. ``faithfulness`` — ERASER comprehensiveness / sufficiency / AOPC by deletion and by replacement, against a
    random ranking (B&F §3.3, §6);
 4. ``planted`` — precision@k of the planted tokens, the ground truth of the synthetic corpus;
 5. ``tables`` / ``figures`` — the CSVs and plots of ``results/{tables,figures}/bastings_filippova/``.
 
-Steps 1–3 run per instance chunk (:mod:`attnaudit.auditing`) and ``gather`` concatenates the chunks.
+Faithfulness runs per instance chunk (:mod:`attnaudit.auditing`) and ``gather`` concatenates the chunks.
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ DEFAULT_METHODS = [
 ]
 DEFAULTS = {
     "methods": DEFAULT_METHODS,
-    "method_options": {},
     "rankings": ["signed", "abs"],
     "topk": 3,
     "fractions": [0.01, 0.05, 0.1, 0.2, 0.5],
@@ -52,31 +51,13 @@ def _json(text: str):
     return json.loads(text)
 
 
-def _scores(a):
-    from attnaudit.saliency import scores
-
-    scores.run(
-        a.dataset_dir,
-        a.model_dir,
-        a.out,
-        _json(a.methods),
-        _json(a.method_options),
-        split=a.split,
-        batch_size=a.batch_size,
-        chunk=a.chunk,
-        n_chunks=a.n_chunks,
-        seed=a.seed,
-        threads=a.threads,
-    )
-
-
 def _agreement(a):
     from attnaudit.saliency import agreement
 
     opts = {**DEFAULTS, **_json(a.options)}
     agreement.run(
         a.dataset_dir,
-        a.scores,
+        a.importance,
         a.out,
         split=a.split,
         methods=opts.get("methods"),
@@ -92,7 +73,7 @@ def _faithfulness(a):
     faithfulness.run(
         a.dataset_dir,
         a.model_dir,
-        a.scores,
+        a.importance,
         a.out,
         split=a.split,
         batch_size=a.batch_size,
@@ -109,7 +90,7 @@ def _faithfulness(a):
 def _tables(a):
     from attnaudit.saliency import report
 
-    report.run_tables(a.audits_dir, [tuple(r) for r in _json(a.runs)], a.out_dir)
+    report.run_tables(_json(a.runs), a.out_dir)
 
 
 def _planted(a):
@@ -140,37 +121,29 @@ def add_cli(subparsers) -> None:
         p.add_argument("--threads", type=int, default=1)
         p.add_argument("--out", required=True)
 
-    p = sub.add_parser("scores", help="per-instance scores of every method for one chunk (timed)")
-    chunked(p)
-    p.add_argument("--methods", default=json.dumps(DEFAULT_METHODS), help="JSON list of registry names")
-    p.add_argument("--method-options", default="{}", help="JSON {method: {option: value}}")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random baseline")
-    p.set_defaults(func=_scores)
-
-    p = sub.add_parser("agreement", help="τ-b and top-k overlap between methods for one scores chunk")
+    p = sub.add_parser("agreement", help="τ-b and top-k overlap between methods, per instance of one model")
     p.add_argument("--dataset-dir", required=True)
-    p.add_argument("--scores", required=True)
+    p.add_argument("--importance", nargs="+", required=True, help="gathered importance parquets, one per method")
     p.add_argument("--split", default="test")
     p.add_argument("--options", default="{}", help="JSON: topk, rankings, methods")
     p.add_argument("--out", required=True)
     p.set_defaults(func=_agreement)
 
-    p = sub.add_parser("faithfulness", help="ERASER comprehensiveness/sufficiency for one scores chunk")
+    p = sub.add_parser("faithfulness", help="ERASER comprehensiveness/sufficiency for one instance chunk")
     chunked(p)
-    p.add_argument("--scores", required=True)
+    p.add_argument("--importance", nargs="+", required=True, help="gathered importance parquets, one per method")
     p.add_argument("--options", default="{}", help="JSON: fractions, variants, rankings, methods")
     p.set_defaults(func=_faithfulness)
 
     add_gather_command(sub)
 
     p = sub.add_parser("tables", help="agreement/faithfulness/cost/ig_convergence CSVs over dataset × model")
-    p.add_argument("--audits-dir", default="results/audits")
-    p.add_argument("--runs", required=True, help='JSON [["sst", "lstm-additive-base-s0"], ...]')
+    p.add_argument("--runs", required=True, help="JSON [{dataset, model, agreement, faithfulness, importance}]")
     p.add_argument("--out-dir", required=True)
     p.set_defaults(func=_tables)
 
     p = sub.add_parser("planted", help="precision@k of the planted tokens")
-    p.add_argument("--runs", required=True, help="JSON [{dataset, dataset_dir, model, scores}, ...]")
+    p.add_argument("--runs", required=True, help="JSON [{dataset, dataset_dir, model, scores: [paths]}, ...]")
     p.add_argument("--split", default="test")
     p.add_argument("--options", default="{}", help="JSON: planted_k, rankings")
     p.add_argument("--out", required=True)

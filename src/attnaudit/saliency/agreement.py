@@ -19,6 +19,7 @@ import pandas as pd
 import torch
 
 from attnaudit.data import encode_split, load_examples
+from attnaudit.importance._stage import read_scores
 from attnaudit.io import write_parquet
 from attnaudit.masks import marker_ids
 from attnaudit.saliency.ranking import (
@@ -113,7 +114,7 @@ def candidates_of_split(dataset_dir: str, split: str) -> dict[int, np.ndarray]:
 
 def run(
     dataset_dir: str,
-    scores_path: str,
+    scores_paths: list[str],
     out: str,
     *,
     split: str = "test",
@@ -121,7 +122,7 @@ def run(
     k: float = 3,
     rankings=RANKINGS,
 ) -> pd.DataFrame:
-    frame = pd.read_parquet(scores_path)
+    frame = read_scores(scores_paths)
     methods = methods or list(dict.fromkeys(frame["method"]))
     table = scores_by_row(frame, methods)
     ids = dict(zip(frame["row"], frame["id"]))

@@ -26,12 +26,12 @@ from collections import defaultdict
 import numpy as np
 import pandas as pd
 import torch
-from tqdm import tqdm
 
-from attnaudit.auditing import batch_plan, chunk_of, iterate_chunk, load_audit_inputs
+from attnaudit import AttnauditError
+from attnaudit.auditing import load_audit_inputs, run_chunked
 from attnaudit.data import UNK
 from attnaudit.importance import METHODS
-from attnaudit.io import write_parquet
+from attnaudit.importance._stage import read_scores
 from attnaudit.masks import candidate_mask, marker_ids
 from attnaudit.models import Batch
 from attnaudit.saliency.ranking import (
@@ -155,7 +155,7 @@ def ranking_plan(methods: list[str], rankings) -> tuple[list[tuple[str, str]], l
 def run(
     dataset_dir: str,
     model_dir: str,
-    scores_path: str,
+    scores_paths: list[str],
     out: str,
     *,
     split: str = "test",
@@ -169,17 +169,18 @@ def run(
     max_elements: int = 1 << 25,
     threads: int = 1,
 ) -> pd.DataFrame:
+    """ERASER metrics for every (method, ranking) on one chunk; ``scores_paths`` are the importance stage's
+    gathered parquets of the methods."""
     torch.set_num_threads(threads)
     inputs = load_audit_inputs(dataset_dir, model_dir, split)
     model = inputs.model
-    frame = pd.read_parquet(scores_path)
+    frame = read_scores(scores_paths)
     methods = methods or list(dict.fromkeys(frame["method"]))
     table = scores_by_row(frame, methods)
     markers = marker_ids(inputs.vocab)
     unk_index = inputs.vocab.get(UNK, 1)
     computed, report = ranking_plan(methods, rankings)
     method_index = {m: i for i, m in enumerate(methods)}
-    n_batches = len(chunk_of(batch_plan(inputs.encoded, batch_size), chunk, n_chunks))
     log.info(
         "faithfulness: %s, chunk %d/%d, %d methods × %d rankings, k = %s, variants %s",
         model_dir,
@@ -191,21 +192,15 @@ def run(
         list(variants),
     )
     labels = np.array([fraction_label(f) for f in fractions])
-    columns = defaultdict(list)
-    seen = 0
-    for rows, batch in tqdm(
-        iterate_chunk(inputs, batch_size, chunk, n_chunks),
-        total=n_batches,
-        desc=f"faithfulness chunk {chunk + 1}/{n_chunks}",
-        mininterval=10,
-    ):
+
+    def per_batch(rows, batch) -> dict:
         missing = [int(r) for r in rows if int(r) not in table]
         if missing:
-            raise ValueError(f"{scores_path} has no scores for rows {missing[:5]}: chunking differs")
+            raise AttnauditError(f"{scores_paths[0]} has no scores for rows {missing[:5]}: rerun the importance stage")
         scores = stack_rows(table, rows, batch.tokens.shape[1]).to(inputs.device)  # [B, M, T]
         lengths = np.array([table[int(r)].shape[1] for r in rows])
         if not np.array_equal(lengths, batch.mask.sum(dim=1).cpu().numpy()):
-            raise ValueError(f"{scores_path}: score lengths differ from the tokenised instances")
+            raise AttnauditError(f"{scores_paths[0]}: score lengths differ from the tokenised instances")
         cand = candidate_mask(batch.tokens, batch.mask, markers)
         keys = torch.stack([ranking_key(scores[:, method_index[m]], cand, r) for m, r in computed], dim=1)
         result = faithfulness_batch(
@@ -217,6 +212,7 @@ def run(
         n_tokens = cand.sum(dim=1).cpu().numpy()
         p_full = result["p_full"].cpu().numpy()
         b, k, v = len(rows), len(fractions), len(variants)
+        columns = defaultdict(list)
         for method, ranking, index in report:  # vectorised over instances × k × variants
             shape = (b, k, v)
             columns["row"].append(np.broadcast_to(np.asarray(rows)[:, None, None], shape).ravel())
@@ -231,17 +227,12 @@ def run(
             columns["p_full"].append(np.broadcast_to(p_full[:, None, None], shape).ravel())
             columns["comprehensiveness"].append(comp[:, index].ravel())
             columns["sufficiency"].append(suff[:, index].ravel())
-        seen += b
-    frame = pd.DataFrame({key: np.concatenate(values) for key, values in columns.items()})
-    frame = frame.sort_values("row", kind="stable").reset_index(drop=True)
-    write_parquet(out, frame)
+        return {key: np.concatenate(values) for key, values in columns.items()}
+
+    frame = run_chunked(
+        inputs, per_batch, out, batch_size=batch_size, chunk=chunk, n_chunks=n_chunks, desc="faithfulness"
+    )
     summary = frame[(frame["ranking"] == rankings[0]) & (frame["variant"] == variants[0])]
     summary = summary.groupby("method", sort=False)[["comprehensiveness", "sufficiency"]].mean()
-    log.info(
-        "faithfulness of %d instances (AOPC, %s ranking, %s):\n%s",
-        seen,
-        rankings[0],
-        variants[0],
-        summary.round(4).to_string(),
-    )
+    log.info("faithfulness (AOPC, %s ranking, %s):\n%s", rankings[0], variants[0], summary.round(4).to_string())
     return frame

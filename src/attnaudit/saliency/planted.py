@@ -15,6 +15,7 @@ import torch
 
 from attnaudit.data import load_examples
 from attnaudit.importance import METHODS
+from attnaudit.importance._stage import read_scores
 from attnaudit.saliency.agreement import candidates_of_split
 from attnaudit.saliency.ranking import RANKINGS, k_tokens, rank_positions, ranking_key, scores_by_row, stack_rows
 
@@ -74,13 +75,13 @@ def precision_frame(
 
 
 def run(runs: list[dict], out: str, *, split: str = "test", ks=(1,), rankings=RANKINGS) -> pd.DataFrame:
-    """``runs``: ``[{dataset, dataset_dir, model, scores}]`` → planted.csv
+    """``runs``: ``[{dataset, dataset_dir, model, scores: [importance parquet per method]}]`` → planted.csv
     (``dataset, model, method, signed, ranking, k, precision_at_k, n_instances``)."""
     from attnaudit.io import atomic_path
 
     tables = []
     for spec in runs:
-        frame = pd.read_parquet(spec["scores"])
+        frame = read_scores(spec["scores"])
         methods = list(dict.fromkeys(frame["method"]))
         table = scores_by_row(frame, methods)
         important = planted_positions(spec["dataset_dir"], split)

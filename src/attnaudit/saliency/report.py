@@ -108,17 +108,17 @@ def ig_table(scores: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def run_tables(audits_dir: str, runs: list[tuple[str, str]], out_dir: str) -> dict[str, pd.DataFrame]:
+def run_tables(runs: list[dict], out_dir: str) -> dict[str, pd.DataFrame]:
+    """``runs``: [{dataset, model, agreement, faithfulness, importance: [paths]}] (gathered parquets)."""
     tables = {"agreement": [], "faithfulness": [], "cost": [], "ig_convergence": []}
-    for dataset, model in runs:
-        base = Path(audits_dir) / dataset / model
-        scores = pd.read_parquet(
-            base / "saliency_scores.parquet",
-            columns=["row", "method", "seconds", "device", "threads", "delta", "flagged"],
+    for run in runs:
+        dataset, model = run["dataset"], run["model"]
+        scores = pd.concat(
+            [pd.read_parquet(p).drop(columns=["scores", "id"]) for p in run["importance"]], ignore_index=True
         )
         parts = {
-            "agreement": agreement_table(pd.read_parquet(base / "saliency_agreement.parquet")),
-            "faithfulness": faithfulness_table(pd.read_parquet(base / "saliency_faithfulness.parquet")),
+            "agreement": agreement_table(pd.read_parquet(run["agreement"])),
+            "faithfulness": faithfulness_table(pd.read_parquet(run["faithfulness"])),
             "cost": cost_table(scores),
             "ig_convergence": ig_table(scores),
         }

@@ -1,0 +1,81 @@
+"""Run records of the T&Š tables, figures and summary: one per trained model, naming its variant and the paths of
+its audit outputs (any of them may be null: the table cell or figure panel then says it is missing)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+from attnaudit import AttnauditError
+from attnaudit.io import read_json
+from attnaudit.modelsheet import parse_model_id
+
+log = logging.getLogger(__name__)
+
+PATH_KEYS = (
+    "fragility",
+    "mutual_information",
+    "token_probability",
+    "dataset_dir",
+    "jw_correlation",
+    "jw_adversarial",
+    "saliency_faithfulness",
+)
+REGULARISER_ORDER = {"base": 0, "concat": 1, "residual": 2, "tying": 3, "mlm": 4}
+ATTENTION_ORDER = {"additive": 0, "dot": 1}
+
+
+def parse_runs(text: str | list | None) -> list[dict]:
+    """Run records from a JSON list, inline or ``@file``; missing fields are filled (corpus = dataset, layers 1,
+    regulariser base, attention additive, seed from the model id)."""
+    if text is None:
+        return []
+    if isinstance(text, list):
+        raw = text
+    else:
+        text = text.strip()
+        try:
+            raw = read_json(text[1:]) if text.startswith("@") else json.loads(text)
+        except (OSError, json.JSONDecodeError) as err:
+            raise AttnauditError(f"--runs: not a JSON list or @file of one ({err})") from err
+    if not isinstance(raw, list):
+        raise AttnauditError("--runs must be a JSON list of run records")
+    return [_normalise(r, i) for i, r in enumerate(raw)]
+
+
+def _normalise(record: dict, index: int) -> dict:
+    if not isinstance(record, dict) or "dataset" not in record or "model" not in record:
+        raise AttnauditError(f"--runs[{index}] needs at least 'dataset' and 'model'")
+    seed = record.get("seed")
+    if seed is None:  # the rules always give it; hand-made records may name a standard model id instead
+        try:
+            seed = parse_model_id(record["model"])["seed"]
+        except AttnauditError:
+            seed = 0
+    run = {
+        "dataset": record["dataset"],
+        "corpus": record.get("corpus") or record["dataset"],
+        "model": record["model"],
+        "regulariser": record.get("regulariser") or "base",
+        "attention": record.get("attention") or "additive",
+        "layers": int(record.get("layers") or 1),
+        "seed": int(seed),
+    }
+    for key in PATH_KEYS:
+        run[key] = record.get(key) or None
+    return run
+
+
+def load_json(path: str | None) -> dict | None:
+    """A JSON result, or None (logged) when the run has no such output or the file is missing."""
+    if not path:
+        return None
+    if not Path(path).exists():
+        log.warning("missing input %s (the table/figure marks it missing)", path)
+        return None
+    return read_json(path)
+
+
+def sort_key(regulariser: str, attention: str = "additive") -> tuple[int, int, str, str]:
+    return (REGULARISER_ORDER.get(regulariser, 9), ATTENTION_ORDER.get(attention, 9), regulariser, attention)
