@@ -16,6 +16,8 @@ include: "rules/train.smk"
 include: "rules/importance.smk"
 include: "rules/jain_wallace.smk"
 include: "rules/saliency.smk"
+include: "rules/wiegreffe_pinter.smk"
+include: "rules/tutek_snajder.smk"
 
 
 # gathers and tables take seconds: run them where Snakemake runs, not as cluster jobs
@@ -26,6 +28,11 @@ localrules:
     saliency_gather,
     saliency_tables,
     saliency_planted,
+    wp_uniform,
+    wp_seed_table,
+    wp_diagnostic,
+    ts_tables,
+    ts_summary,
 
 
 rule all:
@@ -34,3 +41,5 @@ rule all:
         all_targets(),
         jain_wallace_targets(),
         saliency_targets(),
+        wiegreffe_pinter_targets(),
+        tutek_snajder_targets(),

@@ -258,3 +258,169 @@ def saliency_targets():
             for f in ("agreement", "faithfulness")
         ]
     )
+
+
+# -- Wiegreffe & Pinter ------------------------------------------------------------------------------------------
+WP = config["wiegreffe_pinter"]
+
+
+def wp_options():
+    return {"uniform": WP["uniform"], "seeds": WP["seeds"]}
+
+
+def wp_variant_models(dataset, name, role):
+    """The models of variant ``name`` (the model playing ``role``); a missing variant stops the run."""
+    models = [m for m in model_ids(dataset) if variant(dataset, m)["variant"] == name]
+    if not models:
+        raise ValueError(
+            f"wiegreffe_pinter.roles.{role}: dataset {dataset!r} has no variant {name!r} in its model sheet; "
+            f"add it under datasets.{dataset}.models or drop {dataset} from wiegreffe_pinter.datasets"
+        )
+    return models
+
+
+def wp_roles(dataset):
+    """Which models of ``dataset`` play W&P's parts: base, seeds, uniform, diagnostic MLPs, adversaries. Checked."""
+    roles = WP["roles"]
+    base_models = wp_variant_models(dataset, roles["base"], "base")
+    base = next((m for m in base_models if variant(dataset, m)["seed"] == WP["base_seed"]), None)
+    if base is None:
+        raise ValueError(f"wiegreffe_pinter.base_seed: {roles['base']} has no seed {WP['base_seed']} on {dataset}")
+    seeds = [m for m in base_models if m != base]
+    if len(seeds) < WP["seeds"]["min_seeds"]:
+        raise ValueError(
+            f"wiegreffe_pinter: the seed variance on {dataset!r} needs {WP['seeds']['min_seeds']} more seeds of "
+            f"{roles['base']} besides seed {WP['base_seed']}, the model sheet has {len(seeds)}"
+        )
+    adversaries = [
+        m for m in models_matching(dataset, roles["adversaries"]) if variant(dataset, m).get("teacher") == base
+    ]
+    if not adversaries:
+        raise ValueError(
+            f"wiegreffe_pinter.roles.adversaries: no model of {dataset!r} matching {roles['adversaries']} imitates "
+            f"{base} (objective: imitate, teacher: {base})"
+        )
+    return {
+        "base": base,
+        "seeds": seeds,
+        "uniform": wp_variant_models(dataset, roles["uniform"], "uniform"),
+        "diagnostic": {g: wp_variant_models(dataset, v, f"diagnostic.{g}") for g, v in roles["diagnostic"].items()},
+        "adversaries": adversaries,
+    }
+
+
+def wp_metrics(dataset, model):
+    return f"{model_dir(dataset, model)}/metrics.json"
+
+
+def wp_uniform_runs():
+    runs = []
+    for d in WP["datasets"]:
+        roles = wp_roles(d)
+        for role, models in (("base", [roles["base"], *roles["seeds"]]), ("uniform", roles["uniform"])):
+            runs += [
+                {"dataset": d, "corpus": corpus_of(d), "model": m, "role": role, "seed": variant(d, m)["seed"]}
+                | {"metrics": wp_metrics(d, m)}
+                for m in models
+            ]
+    return runs
+
+
+def wp_diagnostic_runs():
+    return [
+        {"dataset": d, "corpus": corpus_of(d), "model": m, "guide": guide, "seed": variant(d, m)["seed"]}
+        | {"metrics": wp_metrics(d, m)}
+        for d in WP["datasets"]
+        for guide, models in wp_roles(d)["diagnostic"].items()
+        for m in models
+    ]
+
+
+def wp_imitation_path(dataset, model):
+    return f"results/audits/{dataset}/{model}/wp_imitation.json"
+
+
+def imitating_models(dataset):
+    """Every model of the dataset trained to imitate another (W&P §4, T&Š §4.3)."""
+    return [m for m in model_ids(dataset) if variant(dataset, m)["objective"] == "imitate"]
+
+
+def wiegreffe_pinter_targets():
+    if not WP["datasets"]:
+        return []
+    tables = ["table2_uniform", "seed_variance", "diagnostic_mlp"]
+    return (
+        [f"results/tables/wiegreffe_pinter/{t}.{x}" for t in tables for x in ("csv", "md")]
+        + [f"results/tables/wiegreffe_pinter/adversary_{d}.csv" for d in WP["datasets"]]
+        + [
+            f"results/figures/wiegreffe_pinter/{d}/{f}.png"
+            for d in WP["datasets"]
+            for f in ("fig3_seed_variance", "fig3_seed_variance_scatter", "fig_adversary_jsd_tvd")
+        ]
+    )
+
+
+# -- Tutek & Šnajder ---------------------------------------------------------------------------------------------
+TS = config["tutek_snajder"]
+
+
+def ts_models(dataset):
+    """The models T&Š's tables compare: learned attention, variant matching tutek_snajder.models."""
+    return [m for m in models_matching(dataset, TS["models"]) if learned_attention(dataset, m)]
+
+
+def ts_audit_path(dataset, model, part):
+    return f"results/audits/{dataset}/{model}/ts_{part}"
+
+
+def ts_has_mi(dataset, model):
+    """T&Š Table 2: additive attention only, concat excluded (its hidden states are not in the embedding space)."""
+    fields = variant(dataset, model)
+    return fields["attention"] == "additive" and fields["regulariser"] != "concat"
+
+
+def ts_runs():
+    runs = []
+    for d in TS["datasets"]:
+        for m in ts_models(d):
+            spec = train_spec(d, m)
+            run = {"dataset": d, "corpus": corpus_of(d), "model": m, "dataset_dir": f"results/datasets/{d}"}
+            run |= {"regulariser": spec["regulariser"], "attention": spec["attention"], "seed": spec["seed"]}
+            run |= {"layers": spec.get("lstm_layers", 1)}
+            run |= {
+                "fragility": ts_audit_path(d, m, "fragility.json"),
+                "token_probability": ts_audit_path(d, m, "token_probability.parquet"),
+                "mutual_information": ts_audit_path(d, m, "mutual_information.json") if ts_has_mi(d, m) else None,
+                "jw_correlation": jw_audit_path(d, m, "jw_correlation"),
+                "jw_adversarial": jw_audit_path(d, m, "jw_adversarial"),
+                "saliency_faithfulness": (
+                    f"results/audits/{d}/{m}/saliency_faithfulness.parquet"
+                    if d in SAL_DATASETS and m in saliency_models(d)
+                    else None
+                ),
+            }
+            runs.append(run)
+    return runs
+
+
+def ts_run_files(keys):
+    return [run[k] for run in ts_runs() for k in keys if run.get(k)]
+
+
+def ts_imitations():
+    """Imitation results of the models that imitate one of T&Š's models (§4.3, Fig. 1)."""
+    return [
+        wp_imitation_path(d, m)
+        for d in TS["datasets"]
+        for m in imitating_models(d)
+        if variant(d, m)["teacher"] in ts_models(d)
+    ]
+
+
+def tutek_snajder_targets():
+    if not TS["datasets"]:
+        return []
+    tables = ["table1_fragility", "table2_mutual_information", "table3_token_probability", "table6_layers"]
+    return [
+        f"results/tables/tutek_snajder/{t}.{x}" for t in [*tables, "directions", "summary"] for x in ("csv", "md")
+    ] + [f"results/figures/tutek_snajder/{f}.png" for f in ("fragility", "fig2_token_probability", "fig1_adversary")]

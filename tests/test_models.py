@@ -10,17 +10,14 @@ from attnaudit.models import AttentionClassifier, ModelConfig, load_model, save_
 VARIANTS = [(e, a) for e in ("lstm", "cnn", "average") for a in ("additive", "dot")]
 
 
-def make(encoder, attention, seed=0):
+def make(encoder, attention, seed=0, **fields):
     torch.manual_seed(seed)
     cfg = ModelConfig(
         vocab_size=30,
         num_classes=2,
         encoder=encoder,
         attention=attention,
-        embedding_dim=12,
-        lstm_hidden=8,
-        cnn_filters=4,
-        average_hidden=16,
+        **{"embedding_dim": 12, "lstm_hidden": 8, "cnn_filters": 4, "average_hidden": 16, **fields},
     )
     return AttentionClassifier(cfg).eval()
 
@@ -58,11 +55,13 @@ def test_given_attention_and_decode_reproduce_the_forward_pass(encoder, attentio
 
 
 @pytest.mark.parametrize("training", [False, True])
-def test_lstm_encoder_equals_packed_nn_lstm(training):
-    """The two-direction encoder gives nn.LSTM's packed-sequence states and gradients (padding masked to 0)."""
+@pytest.mark.parametrize("layers", [1, 3])
+def test_lstm_encoder_equals_packed_nn_lstm(training, layers):
+    """The two-direction encoder gives nn.LSTM's packed-sequence states and gradients (padding masked to 0), with
+    one layer (J&W) and stacked layers (T&Š App. B)."""
     from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-    model, batch = make("lstm", "additive"), collate(sequences(3))
+    model, batch = make("lstm", "additive", lstm_layers=layers), collate(sequences(3))
     model.train(training)
     encoder = model.encoder
     embedded = model.embed(batch).detach().requires_grad_(True)

@@ -1,0 +1,190 @@
+# Tutek & Šnajder (2020): do regularisers that keep hidden states close to their words make attention faithful?
+# Post-hoc fragility (§4.1, Table 1), mutual information of clustered embeddings and hidden states (§3.4, Table 2),
+# per-token prediction probabilities (§5, Eq. 9, Table 3, Fig. 2), imitating adversaries against regularised models
+# (§4.3, Fig. 1), layers (App. B, Table 6), and — beyond the paper — the J&W and B&F audits of the same models.
+
+TS_REPORT = "Tutek & Šnajder 2020"
+TS_TABLES = "results/tables/tutek_snajder"
+TS_MODEL_INPUT = {
+    "model": "results/models/{dataset}/{model}/model.pt",
+    "examples": "results/datasets/{dataset}/examples.parquet",
+    "vocab": "results/datasets/{dataset}/vocab.json",
+}
+
+
+rule ts_fragility:
+    """Test F1 with the trained, a uniform and permuted attention, the model unchanged (T&Š §4.1)."""
+    input:
+        **TS_MODEL_INPUT,
+    output:
+        "results/audits/{dataset}/{model}/ts_fragility.json",
+    log:
+        "logs/ts_fragility/{dataset}/{model}.log",
+    benchmark:
+        "benchmarks/ts_fragility/{dataset}/{model}.tsv"
+    conda:
+        "../envs/attnaudit.yaml"
+    params:
+        dataset_dir=subpath(input.examples, parent=True),
+        model_dir=subpath(input.model, parent=True),
+        split=AUDITS["split"],
+        n_permutations=TS["fragility"]["n_permutations"],
+        batch_size=TS["fragility"]["batch_size"] or AUDITS["batch_size"],
+        seed=config["seed"],
+    shell:
+        "python -m attnaudit tutek-snajder fragility --dataset-dir {params.dataset_dir:q} --model-dir {params.model_dir:q}"
+        " --split {params.split} --n-permutations {params.n_permutations} --seed {params.seed}"
+        " --batch-size {params.batch_size} --threads {threads} --out {output:q} > {log:q} 2>&1"
+
+
+rule ts_mutual_information:
+    """MI between k-means clusters of input embeddings and hidden states of 1,000 MF / RS words (T&Š §3.4)."""
+    input:
+        **TS_MODEL_INPUT,
+    output:
+        "results/audits/{dataset}/{model}/ts_mutual_information.json",
+    log:
+        "logs/ts_mutual_information/{dataset}/{model}.log",
+    benchmark:
+        "benchmarks/ts_mutual_information/{dataset}/{model}.tsv"
+    conda:
+        "../envs/attnaudit.yaml"
+    params:
+        dataset_dir=subpath(input.examples, parent=True),
+        model_dir=subpath(input.model, parent=True),
+        mi=TS["mutual_information"],
+        batch_size=TS["mutual_information"]["batch_size"] or AUDITS["batch_size"],
+        seed=config["seed"],
+    shell:
+        "python -m attnaudit tutek-snajder mutual-information --dataset-dir {params.dataset_dir:q}"
+        " --model-dir {params.model_dir:q} --n-words {params.mi[n_words]} --k {params.mi[k]}"
+        " --kmeans-batch {params.mi[kmeans_batch]} --max-points {params.mi[max_points]} --n-init {params.mi[n_init]}"
+        " --unigram-power {params.mi[unigram_power]} --seed {params.seed} --batch-size {params.batch_size}"
+        " --threads {threads} --out {output:q} > {log:q} 2>&1"
+
+
+rule ts_token_probability:
+    """Per-token prediction probabilities: the decoder on each hidden state alone (T&Š §5, Eq. 9)."""
+    input:
+        **TS_MODEL_INPUT,
+    output:
+        "results/audits/{dataset}/{model}/ts_token_probability.parquet",
+    log:
+        "logs/ts_token_probability/{dataset}/{model}.log",
+    benchmark:
+        "benchmarks/ts_token_probability/{dataset}/{model}.tsv"
+    conda:
+        "../envs/attnaudit.yaml"
+    params:
+        dataset_dir=subpath(input.examples, parent=True),
+        model_dir=subpath(input.model, parent=True),
+        split=AUDITS["split"],
+        batch_size=AUDITS["batch_size"],
+    shell:
+        "python -m attnaudit tutek-snajder token-probability --dataset-dir {params.dataset_dir:q}"
+        " --model-dir {params.model_dir:q} --split {params.split} --batch-size {params.batch_size}"
+        " --threads {threads} --out {output:q} > {log:q} 2>&1"
+
+
+rule ts_tables:
+    """T&Š Tables 1, 2, 3 and 6 with the paper's numbers beside ours, and whether its claims hold here."""
+    input:
+        ts_run_files(["fragility", "mutual_information", "token_probability"]),
+    output:
+        **{
+            f"{name}_{ext}": report(
+                f"{TS_TABLES}/{name}.{ext}",
+                caption=f"../report/tutek_snajder/{name}.rst",
+                category=TS_REPORT,
+                subcategory="Tables",
+                labels={"table": f"{name}.{ext}"},
+            )
+            for name in (
+                "table1_fragility",
+                "table2_mutual_information",
+                "table3_token_probability",
+                "table6_layers",
+                "directions",
+            )
+            for ext in ("csv", "md")
+        },
+    log:
+        "logs/ts_tables/tables.log",
+    benchmark:
+        "benchmarks/ts_tables/tables.tsv"
+    conda:
+        "../envs/attnaudit.yaml"
+    params:
+        runs=as_json(ts_runs()),
+        f1=TS["tables"]["f1"],
+        out_dir=subpath(output.directions_csv, parent=True),
+    shell:
+        "python -m attnaudit tutek-snajder tables --runs {params.runs:q} --out-dir {params.out_dir:q}"
+        " --f1 {params.f1} > {log:q} 2>&1"
+
+
+rule ts_figures:
+    """ΔF1 per regulariser, T&Š Fig. 2 (per-token probability) and Fig. 1 (imitating adversaries, JSD vs TVD)."""
+    input:
+        ts_run_files(["fragility", "token_probability"]),
+        imitations=ts_imitations(),
+    output:
+        fragility=report(
+            "results/figures/tutek_snajder/fragility.png",
+            caption="../report/tutek_snajder/fragility_figure.rst",
+            category=TS_REPORT,
+            subcategory="Figures",
+        ),
+        token_probability=report(
+            "results/figures/tutek_snajder/fig2_token_probability.png",
+            caption="../report/tutek_snajder/fig2_token_probability.rst",
+            category=TS_REPORT,
+            subcategory="Figures",
+        ),
+        adversary=report(
+            "results/figures/tutek_snajder/fig1_adversary.png",
+            caption="../report/tutek_snajder/fig1_adversary.rst",
+            category=TS_REPORT,
+            subcategory="Figures",
+        ),
+    log:
+        "logs/ts_figures/figures.log",
+    benchmark:
+        "benchmarks/ts_figures/figures.tsv"
+    conda:
+        "../envs/attnaudit.yaml"
+    params:
+        runs=as_json(ts_runs()),
+        figures=TS["figures"],
+        dataset=f"--dataset {TS['figures']['dataset']}" if TS["figures"]["dataset"] else "",
+        f1=TS["tables"]["f1"],
+    shell:
+        "python -m attnaudit tutek-snajder figures --runs {params.runs:q} --out-fragility {output.fragility:q}"
+        " --out-token-probability {output.token_probability:q} --out-adversary {output.adversary:q}"
+        " --imitations {input.imitations:q} --n-examples {params.figures[n_examples]}"
+        " --max-tokens {params.figures[max_tokens]} {params.dataset} --f1 {params.f1} > {log:q} 2>&1"
+
+
+rule ts_summary:
+    """Beyond the paper: τ(attention, LOO), ε-max JSD and attention's AOPC rank per regulariser (J&W, B&F audits)."""
+    input:
+        ts_run_files(["jw_correlation", "jw_adversarial", "saliency_faithfulness"]),
+    output:
+        csv=report(
+            f"{TS_TABLES}/summary.csv",
+            caption="../report/tutek_snajder/summary.rst",
+            category=TS_REPORT,
+            subcategory="Tables",
+        ),
+        md=f"{TS_TABLES}/summary.md",
+    log:
+        "logs/ts_summary/summary.log",
+    benchmark:
+        "benchmarks/ts_summary/summary.tsv"
+    conda:
+        "../envs/attnaudit.yaml"
+    params:
+        runs=as_json(ts_runs()),
+    shell:
+        "python -m attnaudit tutek-snajder summary --runs {params.runs:q} --out-csv {output.csv:q}"
+        " --out-md {output.md:q} > {log:q} 2>&1"

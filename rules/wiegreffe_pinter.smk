@@ -1,0 +1,208 @@
+# Wiegreffe & Pinter (2019): the baselines J&W's adversary lacked — uniform attention (§3.2, Table 2), variance over
+# seeds (§3.3, Fig. 3, beside J&W's ε-max adversaries), the diagnostic MLP guided by each attention (§3.4) and the
+# model trained to be consistently adversarial (§4, a λ sweep). The models come from the model sheet; which
+# variant plays which part is wiegreffe_pinter.roles (checked in common.smk: wp_roles).
+
+WP_REPORT = "Wiegreffe & Pinter 2019"
+WP_TABLES = "results/tables/wiegreffe_pinter"
+
+
+rule wp_uniform:
+    """Base vs uniform-attention F1 over seeds next to J&W's and W&P's numbers (W&P §3.2, Table 2)."""
+    input:
+        [run["metrics"] for run in wp_uniform_runs()],
+    output:
+        csv=report(
+            f"{WP_TABLES}/table2_uniform.csv",
+            caption="../report/wiegreffe_pinter/table2_uniform.rst",
+            category=WP_REPORT,
+            subcategory="Tables",
+        ),
+        md=f"{WP_TABLES}/table2_uniform.md",
+    log:
+        "logs/wp_uniform/table.log",
+    benchmark:
+        "benchmarks/wp_uniform/table.tsv"
+    conda:
+        "../envs/attnaudit.yaml"
+    params:
+        runs=as_json(wp_uniform_runs()),
+        options=as_json(wp_options()),
+    shell:
+        "python -m attnaudit wiegreffe-pinter uniform --runs {params.runs:q} --options {params.options:q}"
+        " --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"
+
+
+rule wp_seed_variance:
+    """Per test instance, JSD of each seed's attention and TVD of its prediction to the base model's (W&P §3.3)."""
+    input:
+        base=lambda wc: f"{model_dir(wc.dataset, wp_roles(wc.dataset)['base'])}/predictions.parquet",
+        seeds=lambda wc: [f"{model_dir(wc.dataset, m)}/predictions.parquet" for m in wp_roles(wc.dataset)["seeds"]],
+        adversarial=lambda wc: jw_audit_path(wc.dataset, wp_roles(wc.dataset)["base"], "jw_adversarial"),
+        examples="results/datasets/{dataset}/examples.parquet",
+        vocab="results/datasets/{dataset}/vocab.json",
+    output:
+        "results/audits/{dataset}/wp_seed_variance.parquet",
+    log:
+        "logs/wp_seed_variance/{dataset}.log",
+    benchmark:
+        "benchmarks/wp_seed_variance/{dataset}.tsv"
+    conda:
+        "../envs/attnaudit.yaml"
+    params:
+        options=as_json(wp_options()),
+        dataset_dir=subpath(input.examples, parent=True),
+        split=AUDITS["split"],
+    shell:
+        "python -m attnaudit wiegreffe-pinter seed-variance --base-predictions {input.base:q}"
+        " --seed-predictions {input.seeds:q} --dataset-dir {params.dataset_dir:q} --adversarial {input.adversarial:q}"
+        " --split {params.split} --options {params.options:q} --out {output:q} > {log:q} 2>&1"
+
+
+rule wp_seed_figures:
+    """W&P Fig. 3 in J&W Fig. 8's plane: seeds and J&W's adversaries, same axes; JSD vs TVD scatter."""
+    input:
+        "results/audits/{dataset}/wp_seed_variance.parquet",
+    output:
+        violin=report(
+            "results/figures/wiegreffe_pinter/{dataset}/fig3_seed_variance.png",
+            caption="../report/wiegreffe_pinter/fig3_seed_variance.rst",
+            category=WP_REPORT,
+            subcategory="{dataset}",
+        ),
+        scatter=report(
+            "results/figures/wiegreffe_pinter/{dataset}/fig3_seed_variance_scatter.png",
+            caption="../report/wiegreffe_pinter/fig3_seed_variance_scatter.rst",
+            category=WP_REPORT,
+            subcategory="{dataset}",
+        ),
+    log:
+        "logs/wp_seed_figures/{dataset}.log",
+    benchmark:
+        "benchmarks/wp_seed_figures/{dataset}.tsv"
+    conda:
+        "../envs/attnaudit.yaml"
+    params:
+        options=as_json(wp_options()),
+    shell:
+        "python -m attnaudit wiegreffe-pinter seed-figures --seed-variance {input:q} --out-violin {output.violin:q}"
+        " --out-scatter {output.scatter:q} --title {wildcards.dataset} --options {params.options:q} > {log:q} 2>&1"
+
+
+rule wp_seed_table:
+    """Mean seed JSD vs mean J&W adversarial JSD per dataset; how often the adversary lies beyond every seed."""
+    input:
+        [f"results/audits/{d}/wp_seed_variance.parquet" for d in WP["datasets"]],
+    output:
+        csv=report(
+            f"{WP_TABLES}/seed_variance.csv",
+            caption="../report/wiegreffe_pinter/seed_variance.rst",
+            category=WP_REPORT,
+            subcategory="Tables",
+        ),
+        md=f"{WP_TABLES}/seed_variance.md",
+    log:
+        "logs/wp_seed_table/table.log",
+    benchmark:
+        "benchmarks/wp_seed_table/table.tsv"
+    conda:
+        "../envs/attnaudit.yaml"
+    params:
+        inputs=as_json(
+            [
+                {
+                    "dataset": d,
+                    "model": wp_roles(d)["base"],
+                    "seed_variance": f"results/audits/{d}/wp_seed_variance.parquet",
+                    "n_seeds": len(wp_roles(d)["seeds"]),
+                }
+                for d in WP["datasets"]
+            ]
+        ),
+    shell:
+        "python -m attnaudit wiegreffe-pinter seed-table --inputs {params.inputs:q} --out-csv {output.csv:q}"
+        " --out-md {output.md:q} > {log:q} 2>&1"
+
+
+rule wp_diagnostic:
+    """The diagnostic MLP's F1 with each guide (uniform, trained, base LSTM, adversary) next to W&P (§3.4)."""
+    input:
+        [run["metrics"] for run in wp_diagnostic_runs()],
+    output:
+        csv=report(
+            f"{WP_TABLES}/diagnostic_mlp.csv",
+            caption="../report/wiegreffe_pinter/diagnostic_mlp.rst",
+            category=WP_REPORT,
+            subcategory="Tables",
+        ),
+        md=f"{WP_TABLES}/diagnostic_mlp.md",
+    log:
+        "logs/wp_diagnostic/table.log",
+    benchmark:
+        "benchmarks/wp_diagnostic/table.tsv"
+    conda:
+        "../envs/attnaudit.yaml"
+    params:
+        runs=as_json(wp_diagnostic_runs()),
+    shell:
+        "python -m attnaudit wiegreffe-pinter diagnostic --runs {params.runs:q} --out-csv {output.csv:q}"
+        " --out-md {output.md:q} > {log:q} 2>&1"
+
+
+rule wp_imitation:
+    """An imitating model against its teacher on the test split: JSD of attention, TVD of predictions, F1 (§4)."""
+    input:
+        student="results/models/{dataset}/{model}/predictions.parquet",
+        teacher=lambda wc: f"{model_dir(wc.dataset, variant(wc.dataset, wc.model)['teacher'])}/predictions.parquet",
+        examples="results/datasets/{dataset}/examples.parquet",
+        vocab="results/datasets/{dataset}/vocab.json",
+    output:
+        "results/audits/{dataset}/{model}/wp_imitation.json",
+    log:
+        "logs/wp_imitation/{dataset}/{model}.log",
+    benchmark:
+        "benchmarks/wp_imitation/{dataset}/{model}.tsv"
+    conda:
+        "../envs/attnaudit.yaml"
+    params:
+        lam=lambda wc: variant(wc.dataset, wc.model)["lambda"],
+        teacher=lambda wc: variant(wc.dataset, wc.model)["teacher"],
+        dataset_dir=subpath(input.examples, parent=True),
+        split=AUDITS["split"],
+    shell:
+        "python -m attnaudit wiegreffe-pinter imitation --student-predictions {input.student:q}"
+        " --teacher-predictions {input.teacher:q} --dataset-dir {params.dataset_dir:q} --split {params.split}"
+        " --lambda {params.lam} --student {wildcards.model} --teacher {params.teacher} --dataset {wildcards.dataset}"
+        " --out {output:q} > {log:q} 2>&1"
+
+
+rule wp_adversary:
+    """JSD vs TVD per λ of the consistently adversarial models, with the seed-variance point and J&W's post-hoc
+    adversary in the same axes (W&P §4)."""
+    input:
+        imitations=lambda wc: [wp_imitation_path(wc.dataset, m) for m in wp_roles(wc.dataset)["adversaries"]],
+        seed_variance="results/audits/{dataset}/wp_seed_variance.parquet",
+        adversarial=lambda wc: jw_audit_path(wc.dataset, wp_roles(wc.dataset)["base"], "jw_adversarial"),
+    output:
+        csv=report(
+            "results/tables/wiegreffe_pinter/adversary_{dataset}.csv",
+            caption="../report/wiegreffe_pinter/adversary.rst",
+            category=WP_REPORT,
+            subcategory="Tables",
+        ),
+        png=report(
+            "results/figures/wiegreffe_pinter/{dataset}/fig_adversary_jsd_tvd.png",
+            caption="../report/wiegreffe_pinter/fig_adversary_jsd_tvd.rst",
+            category=WP_REPORT,
+            subcategory="{dataset}",
+        ),
+    log:
+        "logs/wp_adversary/{dataset}.log",
+    benchmark:
+        "benchmarks/wp_adversary/{dataset}.tsv"
+    conda:
+        "../envs/attnaudit.yaml"
+    shell:
+        "python -m attnaudit wiegreffe-pinter adversary --imitations {input.imitations:q}"
+        " --seed-variance {input.seed_variance:q} --adversarial {input.adversarial:q} --out-csv {output.csv:q}"
+        " --out-png {output.png:q} --title {wildcards.dataset} > {log:q} 2>&1"
