@@ -24,6 +24,12 @@ def mirror_dir() -> Path | None:
     return None
 
 
+def pytest_collection_modifyitems(items):
+    """Unit tests first, end-to-end and Slurm tests last: a broken unit fails fast."""
+    slow = {"e2e", "slurm"}
+    items.sort(key=lambda item: any(item.get_closest_marker(m) for m in slow))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _single_thread():
     torch.set_num_threads(1)

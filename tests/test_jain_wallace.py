@@ -336,7 +336,7 @@ def test_options_reject_unknown_keys_and_match_schema():
 
 
 def test_bench_prints_one_line_per_audit(planted_dataset, planted_model_dir, capsys):
-    """Smoke test of ``python -m attnaudit bench jw`` (not timed: numbers depend on the machine)."""
+    """Smoke test of ``python -m attnaudit throughput jw`` (not timed: numbers depend on the machine)."""
     import re
 
     code = main(
@@ -370,7 +370,7 @@ def test_bench_prints_one_line_per_audit(planted_dataset, planted_model_dir, cap
 def test_bench_resolves_dataset_and_model_names(tmp_path):
     from argparse import Namespace
 
-    from attnaudit.bench import resolve_dirs
+    from attnaudit.throughput import resolve_dirs
 
     args = Namespace(
         dataset_dir=None, model_dir=None, dataset="sst", model="lstm-additive-base-s0", results=str(tmp_path)

@@ -3,7 +3,7 @@
 Each function takes ONE instance (a 1-D array of token ids) and loops the way the paper's algorithms read:
 one forward per deleted token (Alg. 1), one decoder call per permutation (Alg. 2), one optimisation per
 instance (Alg. 3). The tests check that the batched code in this package gives the same numbers, and
-``python -m attnaudit bench jw`` times one against the other. Randomness comes from the same counter-based
+``python -m attnaudit throughput jw`` times one against the other. Randomness comes from the same counter-based
 generator keyed by the instance seed, so permutations and adversary initialisations are identical.
 """
 

@@ -1,4 +1,4 @@
-"""``python -m attnaudit bench jw``: each J&W audit's batched code vs its naive per-instance reference
+"""``python -m attnaudit throughput jw``: each J&W audit's batched code vs its naive per-instance reference
 (:mod:`attnaudit.jain_wallace.reference`) on one model's audited split, in the same process.
 
 Prints one line per audit, ``<audit> batched=<inst/s> naive=<inst/s> ratio=<x>``, each audit including its
@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from attnaudit.auditing import instance_seed, iterate_chunk, load_audit_inputs
-from attnaudit.bench import resolve_dirs
+from attnaudit.throughput import resolve_dirs
 from attnaudit.data import collate
 from attnaudit.importance import get_method
 from attnaudit.jain_wallace import reference

@@ -1,4 +1,4 @@
-"""``python -m attnaudit bench <suite>``: time batched audit code against its naive per-instance reference in
+"""``python -m attnaudit throughput <suite>`` (alias ``bench``): time batched audit code against its naive per-instance reference in
 one process (not a test: numbers depend on the machine). Suites register here by name → module with ``run(args)``."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 from attnaudit import AttnauditError
 
-SUITES = {"jw": "attnaudit.jain_wallace.bench"}
+SUITES = {"jw": "attnaudit.jain_wallace.throughput"}
 
 
 def resolve_dirs(args) -> tuple[Path, Path]:
@@ -19,11 +19,11 @@ def resolve_dirs(args) -> tuple[Path, Path]:
     if args.dataset and args.model:
         root = Path(args.results)
         return root / "datasets" / args.dataset, root / "models" / args.dataset / args.model
-    raise AttnauditError("bench needs --dataset-dir and --model-dir, or --dataset and --model")
+    raise AttnauditError("throughput needs --dataset-dir and --model-dir, or --dataset and --model")
 
 
 def add_cli(subparsers) -> None:
-    p = subparsers.add_parser("bench", help="time batched audits against naive per-instance references")
+    p = subparsers.add_parser("throughput", aliases=["bench"], help="time batched audits against naive per-instance references")
     p.add_argument("suite", choices=sorted(SUITES))
     p.add_argument("--dataset-dir")
     p.add_argument("--model-dir")

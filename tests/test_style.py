@@ -1,0 +1,51 @@
+"""Checks CI runs on the whole tree (ruff, ruff format, snakefmt, snakemake --lint) and a dry run of every
+configuration the repository ships: a config that no longer builds its DAG fails here, not on a user's cluster."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO, SNAKEMAKE
+
+BIN = Path(sys.executable).parent
+CONFIGS = sorted([REPO / "config.yaml", REPO / "tests" / "config.yaml", *(REPO / "configs").glob("*.yaml")])
+
+
+def run(cmd, **kwargs):
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=600, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["ruff", "check", "."], ["ruff", "format", "--check", "."], ["snakefmt", "--check", "Snakefile", "rules"]],
+    ids=["ruff-check", "ruff-format", "snakefmt"],
+)
+def test_tree_is_clean(command):
+    proc = run([str(BIN / command[0]), *command[1:]])
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
+def test_lint_is_clean():
+    proc = run([*SNAKEMAKE, "--lint"])
+    assert proc.returncode == 0 and "Congratulations" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=[str(c.relative_to(REPO)) for c in CONFIGS])
+def test_every_config_builds_its_dag(config, tmp_path):
+    proc = run(
+        [
+            *SNAKEMAKE,
+            "-n",
+            "--quiet",
+            "rules",
+            "--directory",
+            str(tmp_path),
+            "--configfile",
+            str(config),
+            "--replace-workflow-config",
+        ]
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
