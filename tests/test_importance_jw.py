@@ -5,31 +5,23 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from conftest import tiny_model
 
 from attnaudit.auditing import iterate_chunk, load_audit_inputs
 from attnaudit.data import collate
 from attnaudit.importance import METHODS, get_method
 from attnaudit.importance.loo import deletions
 from attnaudit.jain_wallace import reference
-from attnaudit.models import AttentionClassifier, ModelConfig
 
 VARIANTS = [(e, a) for e in ("lstm", "cnn", "average") for a in ("additive", "dot")]
 BOS, EOS = 2, 3
 
 
 def small_model(encoder, attention, num_classes=3, seed=0):
-    torch.manual_seed(seed)
-    cfg = ModelConfig(
-        vocab_size=40,
-        num_classes=num_classes,
-        encoder=encoder,
-        attention=attention,
-        embedding_dim=12,
-        lstm_hidden=8,
-        cnn_filters=4,
-        average_hidden=16,
+    sizes = {"embedding_dim": 12, "lstm_hidden": 8, "cnn_filters": 4, "average_hidden": 16}
+    return tiny_model(
+        encoder, attention, seed, num_classes, randomise=False, cnn_kernels=(1, 3, 5, 7), marker_ids=(), **sizes
     )
-    return AttentionClassifier(cfg).eval()
 
 
 def small_batch(seed=0, lengths=(9, 4, 12, 6, 2, 7)):

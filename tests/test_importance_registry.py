@@ -4,7 +4,7 @@ depend on the other instances of the batch, and never touches parameter gradient
 
 import pytest
 import torch
-from test_saliency_helpers import ENCODERS, tiny_batch, tiny_model
+from conftest import ENCODERS, tiny_batch, tiny_model
 
 from attnaudit.importance import METHODS, ImportanceMethod, UnsupportedArchitecture, get_method
 

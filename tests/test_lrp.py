@@ -3,7 +3,7 @@ piecewise-linear encoders LRP-0 without biases equals gradient × input (with α
 
 import pytest
 import torch
-from test_saliency_helpers import ENCODERS, tiny_batch, tiny_model
+from conftest import ENCODERS, tiny_batch, tiny_model
 
 from attnaudit.importance import get_method
 from attnaudit.importance._forward import class_scores

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from test_saliency_helpers import MARKERS, VOCAB, tiny_batch, tiny_model
+from conftest import MARKERS, VOCAB, tiny_batch, tiny_model
 
 from attnaudit import AttnauditError
 from attnaudit.modelsheet import parse_model_id, sheet

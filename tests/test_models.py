@@ -3,23 +3,26 @@
 import numpy as np
 import pytest
 import torch
+from conftest import tiny_model
 
 from attnaudit.data import collate
-from attnaudit.models import AttentionClassifier, ModelConfig, load_model, save_model
+from attnaudit.models import load_model, save_model
 
 VARIANTS = [(e, a) for e in ("lstm", "cnn", "average") for a in ("additive", "dot")]
 
 
 def make(encoder, attention, seed=0, **fields):
-    torch.manual_seed(seed)
-    cfg = ModelConfig(
+    sizes = {"embedding_dim": 12, "lstm_hidden": 8, "cnn_filters": 4, "average_hidden": 16}
+    return tiny_model(
+        encoder,
+        attention,
+        seed,
+        randomise=False,
         vocab_size=30,
-        num_classes=2,
-        encoder=encoder,
-        attention=attention,
-        **{"embedding_dim": 12, "lstm_hidden": 8, "cnn_filters": 4, "average_hidden": 16, **fields},
+        cnn_kernels=(1, 3, 5, 7),
+        marker_ids=(),
+        **{**sizes, **fields},
     )
-    return AttentionClassifier(cfg).eval()
 
 
 def sequences(seed=0):

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import torch
 from captum.attr import Occlusion as CaptumOcclusion
-from test_saliency_helpers import ENCODERS, MARKERS, tiny_batch, tiny_model
+from conftest import ENCODERS, MARKERS, tiny_batch, tiny_model
 
 from attnaudit.auditing import iterate_chunk, load_audit_inputs
 from attnaudit.data import collate

@@ -15,7 +15,11 @@ def test_planted_model_learns_the_markers(planted_model_dir):
     for key in ("accuracy", "macro_f1", "per_class_f1", "roc_auc"):
         assert key in metrics["dev"] and key in metrics["test"]
     prov = metrics["provenance"]
-    assert prov["device"] == "cpu" and prov["seed"] == 0 and prov["torch"] == torch.__version__
+    assert (
+        prov["device"] == ("cuda" if torch.cuda.is_available() else "cpu")
+        and prov["seed"] == 0
+        and prov["torch"] == torch.__version__
+    )
     predictions = pd.read_parquet(planted_model_dir / "predictions.parquet")
     assert set(predictions["split"]) == {"train", "dev", "test"}
     row = predictions.iloc[0]
