@@ -22,8 +22,10 @@ STAGES = [
     "saliency",
     "wiegreffe_pinter",
     "tutek_snajder",
+    "results_summary",
 ]
 ALIASES = {
+    "results": "results_summary",
     "bench": "throughput",
     "benchmarks": "job_costs",
     "job-costs": "job_costs",

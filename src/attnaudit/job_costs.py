@@ -1,6 +1,7 @@
 """Summarise Snakemake ``benchmark:`` files per rule: jobs, wall seconds (sum and max) and peak RSS.
 
-``python -m attnaudit job-costs [benchmarks/]`` (alias ``benchmarks``) prints one line per rule and a total; benchmark paths are
+``python -m attnaudit job-costs [benchmarks/]`` (alias ``benchmarks``) prints one line per rule and a total;
+benchmark paths are
 ``benchmarks/{rule}/...tsv`` by convention, so the first path component names the rule.
 """
 
@@ -50,6 +51,8 @@ def summarise(root: str | Path) -> pd.DataFrame:
 
 
 def add_cli(subparsers) -> None:
-    p = subparsers.add_parser("job-costs", aliases=["benchmarks"], help="per-rule wall time and peak RSS from Snakemake benchmark files")
+    p = subparsers.add_parser(
+        "job-costs", aliases=["benchmarks"], help="per-rule wall time and peak RSS from Snakemake benchmark files"
+    )
     p.add_argument("root", nargs="?", default="benchmarks")
     p.set_defaults(func=lambda a: print(summarise(a.root).to_string()))

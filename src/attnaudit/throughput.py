@@ -1,5 +1,5 @@
-"""``python -m attnaudit throughput <suite>`` (alias ``bench``): time batched audit code against its naive per-instance reference in
-one process (not a test: numbers depend on the machine). Suites register here by name → module with ``run(args)``."""
+"""``python -m attnaudit throughput <suite>`` (alias ``bench``): time batched audit code against its naive
+per-instance reference in one process (not a test: numbers depend on the machine). Suites register here by name → module with ``run(args)``."""
 
 from __future__ import annotations
 
@@ -23,7 +23,9 @@ def resolve_dirs(args) -> tuple[Path, Path]:
 
 
 def add_cli(subparsers) -> None:
-    p = subparsers.add_parser("throughput", aliases=["bench"], help="time batched audits against naive per-instance references")
+    p = subparsers.add_parser(
+        "throughput", aliases=["bench"], help="time batched audits against naive per-instance references"
+    )
     p.add_argument("suite", choices=sorted(SUITES))
     p.add_argument("--dataset-dir")
     p.add_argument("--model-dir")

@@ -18,7 +18,6 @@ import numpy as np
 import torch
 
 from attnaudit.auditing import instance_seed, iterate_chunk, load_audit_inputs
-from attnaudit.throughput import resolve_dirs
 from attnaudit.data import collate
 from attnaudit.importance import get_method
 from attnaudit.jain_wallace import reference
@@ -27,6 +26,7 @@ from attnaudit.jain_wallace.common import batch_seeds
 from attnaudit.jain_wallace.options import resolve
 from attnaudit.jain_wallace.permutation import deltas_given_h
 from attnaudit.masks import content_mask, marker_ids
+from attnaudit.throughput import resolve_dirs
 
 log = logging.getLogger(__name__)
 AUDITS = ("gradient", "loo", "permutation", "adversarial")

@@ -1,0 +1,129 @@
+"""``python -m attnaudit results``: the README's results section, regenerated from ``results/tables`` (never typed by
+hand). Prints markdown, or with ``--readme README.md`` replaces the block between ``<!-- results:start -->`` and
+``<!-- results:end -->`` in place.
+
+Sections: J&W per model (τ over both predicted classes, weighted by instances; permutation; ε-max JSD), B&F's AOPC
+ranking of one model, and the W&P and T&Š tables as their stages wrote them (markdown files, copied).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from attnaudit import AttnauditError
+from attnaudit.io import write_text
+
+START, END = "<!-- results:start -->", "<!-- results:end -->"
+
+
+def _weighted(frame: pd.DataFrame, value: str, keys: list[str]) -> pd.Series:
+    frame = frame.assign(_w=frame[value] * frame["n"])
+    grouped = frame.groupby(keys, sort=False)
+    return grouped["_w"].sum() / grouped["n"].sum()
+
+
+def jain_wallace_section(tables: Path, metrics_root: Path) -> list[str]:
+    corr = pd.read_csv(tables / "correlation.csv")
+    perm = pd.read_csv(tables / "permutation.csv")
+    adv = pd.read_csv(tables / "adversarial.csv")
+    keys = ["dataset", "model"]
+    tau = {pair: _weighted(corr[corr["pair"] == pair], "tau_mean", keys) for pair in corr["pair"].unique()}
+    small = _weighted(perm, "small_change_fraction", keys)
+    jsd = _weighted(adv, "eps_max_jsd_mean", keys)
+    high = _weighted(adv, "high_jsd_fraction", keys)
+    lines = [
+        "| dataset | model | test macro-F1 | τ_g | τ_loo | τ(grad, LOO) | median Δŷ < 0.05 (permutation) | "
+        "mean ε-max JSD | ε-max JSD > 0.5 |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for dataset, model in small.index:
+        metrics = metrics_root / dataset / model / "metrics.json"
+        f1 = pd.read_json(metrics, typ="series")["test"]["macro_f1"] if metrics.exists() else float("nan")
+        cell = {pair: f"{tau[pair].get((dataset, model), float('nan')):.3f}" for pair in tau}
+        cell = {pair: cell.get(pair, "–") for pair in ("attention~gradient", "attention~loo", "gradient~loo")}
+        lines.append(
+            f"| {dataset} | {model} | {f1:.3f} | {cell['attention~gradient']} | {cell['attention~loo']} | "
+            f"{cell['gradient~loo']} | {100 * small[(dataset, model)]:.0f} % | {jsd[(dataset, model)]:.3f} | "
+            f"{100 * high[(dataset, model)]:.0f} % |"
+        )
+    return lines
+
+
+def bastings_filippova_section(tables: Path, model: str) -> list[str]:
+    faith = pd.read_csv(tables / "faithfulness.csv")
+    aopc = faith[(faith["k"] == "aopc") & (faith["variant"] == "deletion") & (faith["ranking"] == "signed")]
+    lines = []
+    for (dataset, name), group in aopc.groupby(["dataset", "model"], sort=False):
+        if name != model:
+            continue
+        ranked = group.sort_values("comprehensiveness", ascending=False).reset_index(drop=True)
+        lines += [f"AOPC comprehensiveness, {dataset} / {name} (tokens deleted, signed ranking):", ""]
+        lines += ["| rank | method | AOPC comprehensiveness | AOPC sufficiency |", "|---|---|---|---|"]
+        lines += [
+            f"| {i + 1} | {r.method} | {r.comprehensiveness:.3f} | {r.sufficiency:.3f} |" for i, r in ranked.iterrows()
+        ]
+    return lines
+
+
+def copied(path: Path) -> list[str]:
+    """A stage's markdown table, its title demoted below the README's headings."""
+    if not path.exists():
+        return [f"*{path} is missing: run `snakemake --cores all` first.*"]
+    return [re.sub(r"^(#+) ", r"#\1### ", line) for line in path.read_text().rstrip().splitlines()]
+
+
+def summary(results: str | Path = "results", model: str = "lstm-additive-base-s0") -> str:
+    root = Path(results)
+    tables = root / "tables"
+    if not (tables / "jain_wallace" / "correlation.csv").exists():
+        raise AttnauditError(f"{tables}/jain_wallace/correlation.csv is missing: run the pipeline first")
+    lines = ["### Jain & Wallace", "", *jain_wallace_section(tables / "jain_wallace", root / "models"), ""]
+    lines += ["### Bastings & Filippova", "", *bastings_filippova_section(tables / "bastings_filippova", model), ""]
+    for title, paper, names in (
+        ("Wiegreffe & Pinter", "wiegreffe_pinter", ["table2_uniform", "seed_variance", "diagnostic_mlp"]),
+        (
+            "Tutek & Šnajder",
+            "tutek_snajder",
+            [
+                "table1_fragility",
+                "table2_mutual_information",
+                "table3_token_probability",
+                "table6_layers",
+                "summary",
+                "directions",
+            ],
+        ),
+    ):
+        lines += [f"### {title}", ""]
+        for name in names:
+            lines += [*copied(tables / paper / f"{name}.md"), ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def update_readme(readme: str | Path, text: str) -> None:
+    path = Path(readme)
+    content = path.read_text()
+    if START not in content or END not in content:
+        raise AttnauditError(f"{readme} has no {START} … {END} block to replace")
+    head, rest = content.split(START, 1)
+    _, tail = rest.split(END, 1)
+    write_text(path, f"{head}{START}\n{text}{END}{tail}")
+
+
+def add_cli(subparsers) -> None:
+    p = subparsers.add_parser("results", help="the README's results section from results/tables (markdown)")
+    p.add_argument("--results", default="results")
+    p.add_argument("--model", default="lstm-additive-base-s0", help="the model of the B&F AOPC ranking")
+    p.add_argument("--readme", help="replace the results block of this README instead of printing")
+
+    def _run(a):
+        text = summary(a.results, a.model)
+        if a.readme:
+            update_readme(a.readme, text)
+        else:
+            print(text, end="")
+
+    p.set_defaults(func=_run)
