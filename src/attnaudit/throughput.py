@@ -1,5 +1,6 @@
 """``python -m attnaudit throughput <suite>`` (alias ``bench``): time batched audit code against its naive
-per-instance reference in one process (not a test: numbers depend on the machine). Suites register here by name → module with ``run(args)``."""
+per-instance reference in one process (not a test: numbers depend on the machine). Suites register here by name →
+module with ``run(args)``."""
 
 from __future__ import annotations
 
