@@ -33,6 +33,14 @@ SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 # Bounds for a hang (pitfall 1). A job costs 5-30 s here plus polling (pitfall 7); the pipeline's
 # tests/config.yaml made ~50 jobs and ~10 min via Slurm on 2 busy cores.
 TOY_TIMEOUT = 300
+SLURM_TARGETS = [
+    *(
+        f"results/audits/sst_small/lstm-additive-base-s0/jw_{a}.parquet"
+        for a in ("correlation", "permutation", "adversarial")
+    ),
+    "results/models/sst_small/lstm25-additive-tying20-s0/metrics.json",
+    "results/models/planted/mlp-guided-base-s0/metrics.json",
+]
 PIPELINE_TIMEOUT = int(os.environ.get("ATTNAUDIT_SLURM_TIMEOUT", "3600"))
 
 
@@ -357,7 +365,11 @@ def same_number(a: float, b: float) -> bool:
 
 
 def test_pipeline_on_slurm_matches_local(slurm_cluster, local_pipeline, tmp_path, say):
-    """The Slurm run of tests/config.yaml against the session's local run of it (conftest.local_pipeline)."""
+    """A Slurm run of part of tests/config.yaml against the session's local run of it (conftest.local_pipeline).
+
+    The part keeps Slurm's share of CI short while covering every kind of job: the data stages, J&W's BiLSTM with
+    its importance scores (chunked, gathered locally) and three audits, a T&Š regularised model, and a W&P guided
+    model whose teacher's predictions cross job boundaries."""
     config = REPO / "tests" / "config.yaml"
     env = job_env()
     if not env.get("ATTNAUDIT_MIRROR") and (REPO.parent / "shared" / "corpora").is_dir():
@@ -377,6 +389,7 @@ def test_pipeline_on_slurm_matches_local(slurm_cluster, local_pipeline, tmp_path
         "--directory",
         str(slurm_dir),
         *slurm_overrides(slurm_cluster, [PROFILE, workflow_profile]),
+        *SLURM_TARGETS,
     ]
 
     t = time.monotonic()
@@ -398,7 +411,8 @@ def test_pipeline_on_slurm_matches_local(slurm_cluster, local_pipeline, tmp_path
     # every model's metrics: the same numbers, apart from provenance (wall time, device, ...)
     metrics = sorted(p.relative_to(slurm_dir) for p in slurm_dir.glob("results/models/**/metrics.json"))
     assert metrics, "the Slurm run wrote no results/models/**/metrics.json"
-    assert metrics == sorted(p.relative_to(local_dir) for p in local_dir.glob("results/models/**/metrics.json"))
+    assert len(metrics) == 4, metrics  # the BiLSTM, the tying model, the guided MLP and its teacher
+    assert set(metrics) <= {p.relative_to(local_dir) for p in local_dir.glob("results/models/**/metrics.json")}
     for rel in metrics:
         a = numeric_metrics(json.loads((slurm_dir / rel).read_text()))
         b = numeric_metrics(json.loads((local_dir / rel).read_text()))
@@ -410,7 +424,7 @@ def test_pipeline_on_slurm_matches_local(slurm_cluster, local_pipeline, tmp_path
     # every audit table: identical frames, apart from provenance columns
     audits = sorted(p.relative_to(slurm_dir) for p in slurm_dir.glob("results/audits/**/*.parquet"))
     assert audits, "the Slurm run wrote no results/audits/**/*.parquet"
-    assert audits == sorted(p.relative_to(local_dir) for p in local_dir.glob("results/audits/**/*.parquet"))
+    assert set(audits) <= {p.relative_to(local_dir) for p in local_dir.glob("results/audits/**/*.parquet")}
     for rel in audits:
         pd.testing.assert_frame_equal(
             results_only(pd.read_parquet(slurm_dir / rel)),
