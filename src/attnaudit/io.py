@@ -96,3 +96,31 @@ def add_gather_command(subparsers) -> None:
 def _gather_command(args) -> None:
     frame = gather_chunks(args.chunks, args.out)
     logging.getLogger(__name__).info("gathered %d chunks → %s: %d rows", len(args.chunks), args.out, len(frame))
+
+
+def json_arg(text: str | None) -> Any:
+    """A CLI argument holding JSON inline, or ``@path`` to a JSON file; empty means ``{}``."""
+    if not text:
+        return {}
+    text = text.strip()
+    return read_json(text[1:]) if text.startswith("@") else json.loads(text)
+
+
+def resolve_options(stage: str, defaults: dict, options: dict | None) -> dict:
+    """A stage's option sections: ``defaults`` overridden by ``options`` one level deep per section; an unknown
+    section or key is rejected with its config path (``stage.section.key``) and what was expected."""
+    import copy
+
+    from attnaudit import AttnauditError
+
+    merged = copy.deepcopy(defaults)
+    for section, values in (options or {}).items():
+        if section not in merged:
+            raise AttnauditError(f"{stage}.{section}: unknown section; expected one of {', '.join(merged)}")
+        for key, value in (values or {}).items():
+            if key not in merged[section]:
+                raise AttnauditError(
+                    f"{stage}.{section}.{key}: unknown option; expected one of {', '.join(merged[section])}"
+                )
+            merged[section][key] = value
+    return merged

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
+from typing import ClassVar
 
 import torch
 
 from attnaudit import AttnauditError
+from attnaudit.importance import ImportanceMethod
 from attnaudit.models import AttentionClassifier, Batch
 
 OUTPUTS = ("prob", "logit", "margin")
@@ -80,3 +82,24 @@ def row_slices(n_rows: int, width: int, dim: int, max_elements: int) -> list[sli
     """Cut ``n_rows`` rows of ``[width, dim]`` activations into slices of at most ``max_elements`` floats."""
     per = max(1, max_elements // max(1, width * dim))
     return [slice(start, min(n_rows, start + per)) for start in range(0, n_rows, per)]
+
+
+class EmbeddingGradientMethod(ImportanceMethod):
+    """A Captum gradient method on the word embeddings for the predicted class, reduced over the embedding
+    dimension by :meth:`reduce` (saliency L2, gradient × input)."""
+
+    captum_class: ClassVar[str]  # the name in captum.attr, imported when used: the registry stays cheap to load
+    captum_options: ClassVar[dict] = {}
+
+    def __init__(self, output: str = "prob"):
+        self.output = check_output(output)
+
+    def reduce(self, attributions: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def attribute(self, model, batch):
+        import captum.attr
+
+        captum_cls = getattr(captum.attr, self.captum_class)
+        attributions = captum_on_embeddings(captum_cls, model, batch, self.output, **self.captum_options)
+        return self.reduce(attributions).masked_fill(~batch.mask, 0.0)

@@ -5,21 +5,16 @@ Eq. 3). Signed: B&F's *saliency* (the marginal effect of the actual input vector
 predicted class. Full computation path (attention not detached).
 """
 
-from attnaudit.importance import ImportanceMethod, register
-from attnaudit.importance._forward import captum_on_embeddings, check_output
+from attnaudit.importance import register
+from attnaudit.importance._forward import EmbeddingGradientMethod
 
 
 @register
-class GradXInput(ImportanceMethod):
+class GradXInput(EmbeddingGradientMethod):
     name = "grad_x_input"
     signed = True
     citation = "Bastings & Filippova 2020, §3.1 Eq. 3 (Denil et al. 2015)"
+    captum_class = "InputXGradient"
 
-    def __init__(self, output: str = "prob"):
-        self.output = check_output(output)
-
-    def attribute(self, model, batch):
-        from captum.attr import InputXGradient  # imported when used: the registry stays cheap to load
-
-        attributions = captum_on_embeddings(InputXGradient, model, batch, self.output)
-        return attributions.sum(dim=-1).masked_fill(~batch.mask, 0.0)
+    def reduce(self, attributions):
+        return attributions.sum(dim=-1)

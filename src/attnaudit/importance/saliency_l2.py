@@ -6,21 +6,17 @@ the whole computation path, attention included (unlike J&W's ``gradient``, which
 this *sensitivity*, not saliency (§3.1, after Ancona et al. 2019).
 """
 
-from attnaudit.importance import ImportanceMethod, register
-from attnaudit.importance._forward import captum_on_embeddings, check_output
+from attnaudit.importance import register
+from attnaudit.importance._forward import EmbeddingGradientMethod
 
 
 @register
-class SaliencyL2(ImportanceMethod):
+class SaliencyL2(EmbeddingGradientMethod):
     name = "saliency_l2"
     signed = False
     citation = "Bastings & Filippova 2020, §3.1 Eq. 2 (Li et al. 2016a), L2 norm"
+    captum_class = "Saliency"
+    captum_options = {"abs": False}
 
-    def __init__(self, output: str = "prob"):
-        self.output = check_output(output)
-
-    def attribute(self, model, batch):
-        from captum.attr import Saliency  # imported when used: the registry stays cheap to load
-
-        gradients = captum_on_embeddings(Saliency, model, batch, self.output, abs=False)
-        return gradients.norm(dim=-1).masked_fill(~batch.mask, 0.0)
+    def reduce(self, attributions):
+        return attributions.norm(dim=-1)

@@ -11,15 +11,8 @@
 
 from __future__ import annotations
 
-import json
-
 from attnaudit.io import add_gather_command  # pandas only: a gather job needs no torch
-
-
-def _json(text: str | None):
-    if not text:
-        return {}
-    return json.loads(text)
+from attnaudit.io import json_arg as _json
 
 
 def add_cli(subparsers) -> None:

@@ -3,9 +3,8 @@
 
 from __future__ import annotations
 
-import copy
-
 from attnaudit import AttnauditError
+from attnaudit.io import resolve_options
 
 DEFAULTS: dict = {
     "correlation": {
@@ -43,16 +42,7 @@ DEFAULTS: dict = {
 
 def resolve(options: dict | None) -> dict:
     """Defaults overridden by ``options`` (one level deep per audit); unknown keys are rejected by name."""
-    merged = copy.deepcopy(DEFAULTS)
-    for section, values in (options or {}).items():
-        if section not in merged:
-            raise AttnauditError(f"jain_wallace.{section}: unknown section; expected one of {', '.join(merged)}")
-        for key, value in (values or {}).items():
-            if key not in merged[section]:
-                raise AttnauditError(
-                    f"jain_wallace.{section}.{key}: unknown option; expected one of {', '.join(merged[section])}"
-                )
-            merged[section][key] = value
+    merged = resolve_options("jain_wallace", DEFAULTS, options)
     if merged["adversarial"]["no_valid"] not in ("zero", "nan"):
         raise AttnauditError("jain_wallace.adversarial.no_valid must be 'zero' or 'nan'")
     if merged["adversarial"]["k"] < 1 or merged["permutation"]["n_permutations"] < 1:

@@ -17,9 +17,8 @@ Faithfulness runs per instance chunk (:mod:`attnaudit.auditing`) and ``gather`` 
 
 from __future__ import annotations
 
-import json
-
 from attnaudit.io import add_gather_command  # pandas only: a gather job needs no torch
+from attnaudit.io import json_arg as _json
 
 DEFAULT_METHODS = [
     "attention",
@@ -41,14 +40,6 @@ DEFAULTS = {
     "variants": ["deletion", "unk"],
     "planted_k": [1],
 }
-
-
-def _json(text: str):
-    """Inline JSON or @file."""
-    if text.startswith("@"):
-        with open(text[1:]) as handle:
-            return json.load(handle)
-    return json.loads(text)
 
 
 def _agreement(a):

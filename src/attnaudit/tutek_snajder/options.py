@@ -3,9 +3,8 @@
 
 from __future__ import annotations
 
-import copy
-
 from attnaudit import AttnauditError
+from attnaudit.io import resolve_options
 
 DEFAULTS: dict = {
     "fragility": {
@@ -40,16 +39,7 @@ DEFAULTS: dict = {
 
 def resolve(options: dict | None) -> dict:
     """Defaults overridden by ``options`` (one level deep per section); unknown keys are rejected by name."""
-    merged = copy.deepcopy(DEFAULTS)
-    for section, values in (options or {}).items():
-        if section not in merged:
-            raise AttnauditError(f"tutek_snajder.{section}: unknown section; expected one of {', '.join(merged)}")
-        for key, value in (values or {}).items():
-            if key not in merged[section]:
-                raise AttnauditError(
-                    f"tutek_snajder.{section}.{key}: unknown option; expected one of {', '.join(merged[section])}"
-                )
-            merged[section][key] = value
+    merged = resolve_options("tutek_snajder", DEFAULTS, options)
     if merged["tables"]["f1"] not in ("positive", "macro"):
         raise AttnauditError("tutek_snajder.tables.f1 must be 'positive' or 'macro'")
     if merged["fragility"]["n_permutations"] < 1:

@@ -8,7 +8,7 @@ import logging
 from pathlib import Path
 
 from attnaudit import AttnauditError
-from attnaudit.io import read_json
+from attnaudit.io import json_arg, read_json
 from attnaudit.modelsheet import parse_model_id
 
 log = logging.getLogger(__name__)
@@ -31,14 +31,10 @@ def parse_runs(text: str | list | None) -> list[dict]:
     regulariser base, attention additive, seed from the model id)."""
     if text is None:
         return []
-    if isinstance(text, list):
-        raw = text
-    else:
-        text = text.strip()
-        try:
-            raw = read_json(text[1:]) if text.startswith("@") else json.loads(text)
-        except (OSError, json.JSONDecodeError) as err:
-            raise AttnauditError(f"--runs: not a JSON list or @file of one ({err})") from err
+    try:
+        raw = text if isinstance(text, list) else json_arg(text)
+    except (OSError, json.JSONDecodeError) as err:
+        raise AttnauditError(f"--runs: not a JSON list or @file of one ({err})") from err
     if not isinstance(raw, list):
         raise AttnauditError("--runs must be a JSON list of run records")
     return [_normalise(r, i) for i, r in enumerate(raw)]

@@ -230,14 +230,34 @@ def _lookup(table: pd.DataFrame, key: dict) -> pd.Series | None:
     return match.iloc[0] if len(match) else None
 
 
+def _direction(claim, key, measure, regulariser, comparison, ours, ts, relation) -> dict:
+    """One row of directions.csv. ``key`` = (dataset, corpus, attention, layers); ``ours``/``ts`` = (base-side,
+    other-side) values; the claim holds where ``relation(base-side, other-side)`` (undetermined with a NaN)."""
+    dataset, corpus, attention, layers = key
+    return {
+        "claim": claim,
+        "dataset": dataset,
+        "corpus": corpus,
+        "attention": attention,
+        "layers": int(layers),
+        "measure": measure,
+        "regulariser": regulariser,
+        "comparison": comparison,
+        "ours_base": ours[0],
+        "ours_other": ours[1],
+        "ours_holds": _holds(ours[0], ours[1], relation),
+        "ts_base": ts[0],
+        "ts_other": ts[1],
+        "ts_holds": _holds(ts[0], ts[1], relation),
+    }
+
+
 def fragility_directions(table: pd.DataFrame, claim: str) -> list[dict]:
     """Tying and MLM drop more than base (Δ_reg < Δ_base) for Un. and Pm., ours and T&Š's, per variant."""
     rows = []
     if table.empty:
         return rows
-    for (dataset, corpus, attention, layers), group in table.groupby(
-        ["dataset", "corpus", "attention", "layers"], sort=False
-    ):
+    for key, group in table.groupby(["dataset", "corpus", "attention", "layers"], sort=False):
         base = _lookup(group, {"regulariser": "base"})
         for regulariser in ("tying", "mlm"):
             other = _lookup(group, {"regulariser": regulariser})
@@ -247,22 +267,16 @@ def fragility_directions(table: pd.DataFrame, claim: str) -> list[dict]:
                 ours = [np.nan if r is None else r[f"{measure}_mean"] for r in (base, other)]
                 ts = [np.nan if r is None else r[f"ts_{measure}"] for r in (base, other)]
                 rows.append(
-                    {
-                        "claim": claim,
-                        "dataset": dataset,
-                        "corpus": corpus,
-                        "attention": attention,
-                        "layers": int(layers),
-                        "measure": {"un": "Un.", "pm": "Pm."}[measure],
-                        "regulariser": regulariser,
-                        "comparison": f"Δ {regulariser} < Δ base",
-                        "ours_base": ours[0],
-                        "ours_other": ours[1],
-                        "ours_holds": _holds(ours[1], ours[0], lambda a, b: a < b),
-                        "ts_base": ts[0],
-                        "ts_other": ts[1],
-                        "ts_holds": _holds(ts[1], ts[0], lambda a, b: a < b),
-                    }
+                    _direction(
+                        claim,
+                        key,
+                        {"un": "Un.", "pm": "Pm."}[measure],
+                        regulariser,
+                        f"Δ {regulariser} < Δ base",
+                        ours,
+                        ts,
+                        lambda base_, other_: other_ < base_,
+                    )
                 )
     return rows
 
@@ -277,23 +291,19 @@ def layers_base_directions(table: pd.DataFrame) -> list[dict]:
         group = group.sort_values("layers")
         for (_, shallow), (_, deep) in zip(group.iloc[:-1].iterrows(), group.iloc[1:].iterrows()):
             for measure in ("un", "pm"):
+                shallow_deep = (shallow[f"{measure}_mean"], deep[f"{measure}_mean"])
+                paper_values = (shallow[f"ts_{measure}"], deep[f"ts_{measure}"])
                 rows.append(
-                    {
-                        "claim": "layers_base",
-                        "dataset": dataset,
-                        "corpus": corpus,
-                        "attention": attention,
-                        "layers": int(deep["layers"]),
-                        "measure": {"un": "Un.", "pm": "Pm."}[measure],
-                        "regulariser": "base",
-                        "comparison": f"Δ base {int(deep['layers'])} layers ≥ Δ base {int(shallow['layers'])}",
-                        "ours_base": shallow[f"{measure}_mean"],
-                        "ours_other": deep[f"{measure}_mean"],
-                        "ours_holds": _holds(deep[f"{measure}_mean"], shallow[f"{measure}_mean"], lambda a, b: a >= b),
-                        "ts_base": shallow[f"ts_{measure}"],
-                        "ts_other": deep[f"ts_{measure}"],
-                        "ts_holds": _holds(deep[f"ts_{measure}"], shallow[f"ts_{measure}"], lambda a, b: a >= b),
-                    }
+                    _direction(
+                        "layers_base",
+                        (dataset, corpus, attention, deep["layers"]),
+                        {"un": "Un.", "pm": "Pm."}[measure],
+                        "base",
+                        f"Δ base {int(deep['layers'])} layers ≥ Δ base {int(shallow['layers'])}",
+                        shallow_deep,
+                        paper_values,
+                        lambda shallow_, deep_: deep_ >= shallow_,
+                    )
                 )
     return rows
 
@@ -304,9 +314,7 @@ def mutual_information_directions(table: pd.DataFrame) -> list[dict]:
     if table.empty:
         return rows
     usable = table[~table["excluded"]]
-    for (dataset, corpus, attention, layers), group in usable.groupby(
-        ["dataset", "corpus", "attention", "layers"], sort=False
-    ):
+    for key, group in usable.groupby(["dataset", "corpus", "attention", "layers"], sort=False):
         base = _lookup(group, {"regulariser": "base"})
         for regulariser in ("residual", "tying", "mlm"):
             other = _lookup(group, {"regulariser": regulariser})
@@ -316,22 +324,16 @@ def mutual_information_directions(table: pd.DataFrame) -> list[dict]:
                 ours = [np.nan if r is None else r[f"{sample}_mean"] for r in (base, other)]
                 ts = [np.nan if r is None else r[f"ts_{sample}"] for r in (base, other)]
                 rows.append(
-                    {
-                        "claim": "mutual_information",
-                        "dataset": dataset,
-                        "corpus": corpus,
-                        "attention": attention,
-                        "layers": int(layers),
-                        "measure": sample.upper(),
-                        "regulariser": regulariser,
-                        "comparison": f"MI base < MI {regulariser}",
-                        "ours_base": ours[0],
-                        "ours_other": ours[1],
-                        "ours_holds": _holds(ours[0], ours[1], lambda a, b: a < b),
-                        "ts_base": ts[0],
-                        "ts_other": ts[1],
-                        "ts_holds": _holds(ts[0], ts[1], lambda a, b: a < b),
-                    }
+                    _direction(
+                        "mutual_information",
+                        key,
+                        sample.upper(),
+                        regulariser,
+                        f"MI base < MI {regulariser}",
+                        ours,
+                        ts,
+                        lambda base_, other_: base_ < other_,
+                    )
                 )
     return rows
 
@@ -341,9 +343,7 @@ def token_probability_directions(table: pd.DataFrame) -> list[dict]:
     rows = []
     if table.empty:
         return rows
-    for (dataset, corpus, attention, layers), group in table.groupby(
-        ["dataset", "corpus", "attention", "layers"], sort=False
-    ):
+    for key, group in table.groupby(["dataset", "corpus", "attention", "layers"], sort=False):
         base = _lookup(group, {"regulariser": "base"})
         for regulariser in ("tying", "mlm"):
             other = _lookup(group, {"regulariser": regulariser})
@@ -352,22 +352,16 @@ def token_probability_directions(table: pd.DataFrame) -> list[dict]:
             ours = [np.nan if r is None else r["token_prob_mean"] for r in (base, other)]
             ts = [np.nan if r is None else r["ts_token_prob"] for r in (base, other)]
             rows.append(
-                {
-                    "claim": "token_probability",
-                    "dataset": dataset,
-                    "corpus": corpus,
-                    "attention": attention,
-                    "layers": int(layers),
-                    "measure": "p̄(token)",
-                    "regulariser": regulariser,
-                    "comparison": f"base > {regulariser}",
-                    "ours_base": ours[0],
-                    "ours_other": ours[1],
-                    "ours_holds": _holds(ours[0], ours[1], lambda a, b: a > b),
-                    "ts_base": ts[0],
-                    "ts_other": ts[1],
-                    "ts_holds": _holds(ts[0], ts[1], lambda a, b: a > b),
-                }
+                _direction(
+                    "token_probability",
+                    key,
+                    "p̄(token)",
+                    regulariser,
+                    f"base > {regulariser}",
+                    ours,
+                    ts,
+                    lambda base_, other_: base_ > other_,
+                )
             )
     return rows
 

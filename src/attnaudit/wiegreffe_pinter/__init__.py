@@ -12,17 +12,7 @@ writes its outputs atomically. Options: :mod:`attnaudit.wiegreffe_pinter.options
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
-
-def _json(text: str | None):
-    """Inline JSON, or ``@path`` to a JSON file."""
-    if not text:
-        return {}
-    if text.startswith("@"):
-        return json.loads(Path(text[1:]).read_text())
-    return json.loads(text)
+from attnaudit.io import json_arg as _json
 
 
 def _run(module: str, name: str, *args, **kwargs):

@@ -3,9 +3,8 @@
 
 from __future__ import annotations
 
-import copy
-
 from attnaudit import AttnauditError
+from attnaudit.io import resolve_options
 
 DEFAULTS: dict = {
     "uniform": {
@@ -23,16 +22,7 @@ DEFAULTS: dict = {
 
 def resolve(options: dict | None) -> dict:
     """Defaults overridden by ``options`` (one level deep per section); unknown keys are rejected by name."""
-    merged = copy.deepcopy(DEFAULTS)
-    for section, values in (options or {}).items():
-        if section not in merged:
-            raise AttnauditError(f"wiegreffe_pinter.{section}: unknown section; expected one of {', '.join(merged)}")
-        for key, value in (values or {}).items():
-            if key not in merged[section]:
-                raise AttnauditError(
-                    f"wiegreffe_pinter.{section}.{key}: unknown option; expected one of {', '.join(merged[section])}"
-                )
-            merged[section][key] = value
+    merged = resolve_options("wiegreffe_pinter", DEFAULTS, options)
     bins = merged["seeds"]["attention_bins"]
     if len(bins) < 2 or any(b <= a for a, b in zip(bins[:-1], bins[1:])):
         raise AttnauditError("wiegreffe_pinter.seeds.attention_bins must be at least two increasing edges")
