@@ -19,10 +19,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
 
-from attnaudit.io import atomic_path  # noqa: E402
 from attnaudit.metrics import LN2  # noqa: E402
+from attnaudit.plotting import attention_violins, class_colour, save_figure  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -36,14 +35,6 @@ FIGURES = (
     "fig8_average_vs_lstm",
 )
 ATTENTION_BINS = (0.0, 0.25, 0.5, 0.75, 1.0)
-# J&W colour predicted classes: purple negative (0), orange positive (1)
-CLASS_COLOURS = ["#7b3294", "#e66101", "#1b9e77", "#377eb8", "#999999"]
-
-
-def _save(fig, path: Path) -> None:
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
-    plt.close(fig)
 
 
 def _panels(n: int, width: float = 4.0, height: float = 3.0):
@@ -55,21 +46,17 @@ def _panels(n: int, width: float = 4.0, height: float = 3.0):
     return fig, list(axes.flat)
 
 
-def _colour(c) -> str:
-    return CLASS_COLOURS[int(c) % len(CLASS_COLOURS)]
-
-
 def _histograms(frames: dict[str, pd.DataFrame], column: str, xlabel: str, title: str, bins, path: Path) -> None:
     fig, axes = _panels(len(frames))
     for ax, (model, frame) in zip(axes, frames.items()):
         for c, group in frame.groupby("predicted_class"):
             values = group[column].dropna()
-            ax.hist(values, bins=bins, alpha=0.6, color=_colour(c), label=f"predicted {c} (n={len(values)})")
+            ax.hist(values, bins=bins, alpha=0.6, color=class_colour(c), label=f"predicted {c} (n={len(values)})")
         ax.set_title(model, fontsize=9)
         ax.set_xlabel(xlabel)
         ax.legend(fontsize=7)
     fig.suptitle(title)
-    _save(fig, path)
+    save_figure(fig, path)
 
 
 def _violins(frames: dict[str, pd.DataFrame], column: str, xlabel: str, title: str, xlim, path: Path) -> None:
@@ -86,34 +73,19 @@ def _violins(frames: dict[str, pd.DataFrame], column: str, xlabel: str, title: s
         data["class"] = data["predicted_class"].astype(str)
         classes = sorted(data["class"].unique())
         if len(data):
-            sns.violinplot(
-                data=data,
-                x=column,
-                y="max attention",
-                hue="class",
-                order=labels[::-1],
-                hue_order=classes,
-                split=len(classes) == 2,
-                orient="h",
-                cut=0,
-                density_norm="width",
-                inner="quartile",
-                linewidth=0.6,
-                ax=ax,
-                palette={c: _colour(c) for c in classes},
-            )
+            attention_violins(ax, data, column, "max attention", labels[::-1], classes)
         ax.set_xlim(*xlim)
         ax.set_xlabel(xlabel)
         ax.set_title(model, fontsize=9)
     fig.suptitle(title)
-    _save(fig, path)
+    save_figure(fig, path)
 
 
 def _unavailable(path: Path, message: str) -> None:
     fig, ax = plt.subplots(figsize=(5, 2))
     ax.text(0.5, 0.5, message, ha="center", va="center", transform=ax.transAxes)
     ax.set_axis_off()
-    _save(fig, path)
+    save_figure(fig, path)
 
 
 def _appendix_c(correlation: dict[str, pd.DataFrame], path: Path) -> None:
@@ -132,7 +104,7 @@ def _appendix_c(correlation: dict[str, pd.DataFrame], path: Path) -> None:
     ax.set_ylabel("mean difference in τ")
     ax.legend(fontsize=7)
     ax.set_title("J&W App. C: gradients and LOO agree with each other more than with attention")
-    _save(fig, path)
+    save_figure(fig, path)
 
 
 def _average_vs_lstm(correlation: dict[str, pd.DataFrame], variants: dict[str, dict], path: Path) -> None:
@@ -171,7 +143,7 @@ def _average_vs_lstm(correlation: dict[str, pd.DataFrame], variants: dict[str, d
         ax.set_xlabel("τ(attention, LOO)")
         ax.legend(fontsize=7)
     fig.suptitle("J&W App. C, Fig. 8: attention–LOO correlation, Average vs BiLSTM encoder")
-    _save(fig, path)
+    save_figure(fig, path)
 
 
 def write_figures(

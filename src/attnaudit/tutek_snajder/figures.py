@@ -15,8 +15,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from attnaudit.io import atomic_path, read_json  # noqa: E402
+from attnaudit.io import read_json  # noqa: E402
 from attnaudit.metrics import LN2  # noqa: E402
+from attnaudit.plotting import save_figure  # noqa: E402
 from attnaudit.tutek_snajder.runs import parse_runs, sort_key  # noqa: E402
 from attnaudit.tutek_snajder.tables import fragility_frame, table1  # noqa: E402
 
@@ -28,12 +29,6 @@ IMITATION_KEYS = ("dataset", "teacher", "lambda", "jsd_mean", "tvd_mean")
 
 def _colour(regulariser: str) -> str:
     return COLOURS.get(regulariser, "#7f7f7f")
-
-
-def _save(fig, path: str | Path) -> None:
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
-    plt.close(fig)
 
 
 def _message(ax, text: str) -> None:
@@ -80,7 +75,7 @@ def fragility_figure(runs: list[dict], out: str | Path, f1: str = "positive") ->
         ax.set_title(f"{dataset}, {attention} attention", fontsize=9)
         ax.legend(fontsize=7, title="black outline: T&Š", title_fontsize=7)
     fig.suptitle("Attention fragility: F1 change when attention is replaced (T&Š §4.1, Table 1)")
-    _save(fig, out)
+    save_figure(fig, out)
 
 
 # ---------------------------------------------------------------------------------------------- Fig. 2
@@ -147,7 +142,7 @@ def token_probability_figure(
     fig, axes = _grid(len(ids), 1, 10, 2.8)
     if not ids:
         _message(axes[0], f"no per-token probabilities for {dataset or 'any dataset'} in the runs")
-        _save(fig, out)
+        save_figure(fig, out)
         return
     tokens = _examples_tokens(next((r["dataset_dir"] for r in chosen if r["dataset_dir"]), None), ids)
     for ax, instance in zip(axes, ids):
@@ -175,7 +170,7 @@ def token_probability_figure(
         f"instances: {note}",
         fontsize=9,
     )
-    _save(fig, out)
+    save_figure(fig, out)
 
 
 # ---------------------------------------------------------------------------------------------- Fig. 1
@@ -226,7 +221,7 @@ def adversary_figure(imitations: pd.DataFrame, out: str | Path) -> None:
         ax.set_title(dataset, fontsize=9)
         ax.legend(fontsize=7)
     fig.suptitle("Adversaries trained against base / MLM / tying teachers (T&Š §4.3, Fig. 1)")
-    _save(fig, out)
+    save_figure(fig, out)
 
 
 def write_figures(

@@ -20,21 +20,13 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from attnaudit.io import atomic_path  # noqa: E402
 from attnaudit.metrics import LN2  # noqa: E402
+from attnaudit.plotting import attention_violins, class_colour, save_figure  # noqa: E402
 from attnaudit.wiegreffe_pinter.options import resolve  # noqa: E402
 
 log = logging.getLogger(__name__)
 
-# J&W colour predicted classes: purple negative (0), orange positive (1)
-CLASS_COLOURS = ["#7b3294", "#e66101", "#1b9e77", "#377eb8", "#999999"]
 JSD_LABEL = "JSD to the base model's attention (nats, max ln 2)"
-
-
-def save(fig, path: str | Path) -> None:
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
-    plt.close(fig)
 
 
 def attention_bins(values: pd.Series, edges: list[float]) -> pd.Series:
@@ -51,22 +43,7 @@ def _violins(ax, data: pd.DataFrame, column: str, order: list[str], classes: lis
     if data.empty:
         ax.text(0.5, 0.5, "no instances", ha="center", va="center", transform=ax.transAxes)
         return
-    sns.violinplot(
-        data=data,
-        x=column,
-        y="bin",
-        hue="class",
-        order=order,
-        hue_order=classes,
-        split=len(classes) == 2,
-        orient="h",
-        cut=0,
-        density_norm="width",
-        inner="quartile",
-        linewidth=0.6,
-        ax=ax,
-        palette={c: CLASS_COLOURS[int(c) % len(CLASS_COLOURS)] for c in classes},
-    )
+    attention_violins(ax, data, column, "bin", order, classes)
 
 
 def seed_figures(
@@ -95,7 +72,7 @@ def seed_figures(
         if ax.get_legend() is not None:
             ax.get_legend().set_title("predicted class")
     fig.suptitle(title)
-    save(fig, out_violin)
+    save_figure(fig, out_violin)
 
     fig, ax = plt.subplots(figsize=(5, 4), layout="constrained")
     data = frame.dropna(subset=["jsd_median", "tvd_median"])
@@ -106,7 +83,7 @@ def seed_figures(
             y="tvd_median",
             hue="class",
             hue_order=classes,
-            palette={c: CLASS_COLOURS[int(c) % len(CLASS_COLOURS)] for c in classes},
+            palette={c: class_colour(c) for c in classes},
             s=12,
             alpha=0.6,
             linewidth=0,
@@ -118,7 +95,7 @@ def seed_figures(
     ax.set_xlabel(f"median {JSD_LABEL}")
     ax.set_ylabel("median TVD to the base model's prediction")
     ax.set_title(f"{title}: {n_seeds} seeds", fontsize=9)
-    save(fig, out_scatter)
+    save_figure(fig, out_scatter)
 
 
 def adversary_figure(table: pd.DataFrame, references: dict, notes: list[str], out: str | Path, title: str) -> None:
@@ -142,4 +119,4 @@ def adversary_figure(table: pd.DataFrame, references: dict, notes: list[str], ou
     ax.set_title(title, fontsize=10)
     if notes:
         fig.text(0.01, -0.02, "\n".join(notes), fontsize=7, va="top", ha="left")
-    save(fig, out)
+    save_figure(fig, out)
