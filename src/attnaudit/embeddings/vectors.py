@@ -1,0 +1,104 @@
+"""Embeddings stage: 300-d word vectors aligned to the vocabulary (J&W Appendix A).
+
+J&W initialised words from pretrained FastText/GloVe vectors; those can't be downloaded here, so by default
+we train gensim Word2Vec (or FastText) on the dataset's own train split — deterministic: seeded, one worker.
+A user-supplied vectors file (word2vec text or binary) can be given instead. Either way, vocabulary words the
+vectors lack are drawn from N(0, 1) with a seed (J&W App. A) and ``<pad>`` is zero; coverage is reported.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+
+from attnaudit import AttnauditError
+from attnaudit.data import PAD, load_examples
+from attnaudit.io import atomic_path, write_json
+
+log = logging.getLogger(__name__)
+
+DEFAULTS = {
+    "method": "word2vec",
+    "dim": 300,
+    "window": 5,
+    "min_count": 1,
+    "epochs": 30,
+    "sg": 1,
+    "pretrained": None,
+    "binary": False,
+}
+
+
+def train_vectors(sentences: list[list[str]], options: dict, seed: int):
+    """Train gensim Word2Vec/FastText with one worker and a fixed seed (bit-reproducible on CPU)."""
+    from gensim.models import FastText, Word2Vec
+
+    cls = {"word2vec": Word2Vec, "fasttext": FastText}.get(options["method"])
+    if cls is None:
+        raise AttnauditError(f"embeddings.method must be 'word2vec' or 'fasttext', got {options['method']!r}")
+    model = cls(
+        sentences=sentences,
+        vector_size=options["dim"],
+        window=options["window"],
+        min_count=options["min_count"],
+        sg=options["sg"],
+        epochs=options["epochs"],
+        seed=seed,
+        workers=1,
+    )
+    return model.wv
+
+
+def load_pretrained(path: str, binary: bool):
+    from gensim.models import KeyedVectors
+
+    if not Path(path).exists():
+        raise AttnauditError(f"embeddings.pretrained: file {path} does not exist")
+    try:
+        return KeyedVectors.load_word2vec_format(path, binary=binary, unicode_errors="ignore")
+    except (ValueError, UnicodeDecodeError, EOFError) as err:
+        raise AttnauditError(
+            f"embeddings.pretrained: {path} is not a word2vec {'binary' if binary else 'text'} vectors file ({err})"
+        ) from err
+
+
+def aligned_matrix(vectors, vocab: dict[str, int], dim: int, seed: int) -> tuple[np.ndarray, dict]:
+    """Rows in vocabulary order; missing words ~ N(0, 1) (seeded); ``<pad>`` = 0."""
+    if vectors.vector_size != dim:
+        raise AttnauditError(f"vectors have dimension {vectors.vector_size}, config asks for {dim}")
+    rng = np.random.default_rng(seed)
+    matrix = rng.standard_normal((len(vocab), dim)).astype(np.float32)
+    found = 0
+    for word, index in vocab.items():
+        if word in vectors.key_to_index:
+            matrix[index] = vectors[word]
+            found += 1
+    matrix[vocab[PAD]] = 0.0
+    coverage = {"vocab_size": len(vocab), "found": found, "coverage": found / len(vocab)}
+    return matrix, coverage
+
+
+def run(dataset_dir: str, out_dir: str, options: dict, seed: int) -> dict:
+    options = {**DEFAULTS, **options}
+    examples, vocab = load_examples(dataset_dir)
+    if options["pretrained"]:
+        vectors = load_pretrained(options["pretrained"], options["binary"])
+    else:
+        vectors = train_vectors(examples.loc[examples["split"] == "train", "tokens"].map(list).tolist(), options, seed)
+    matrix, coverage = aligned_matrix(vectors, vocab, options["dim"], seed)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    with atomic_path(out / "vectors.kv") as tmp:
+        vectors.save(str(tmp), separately=[])  # one file, so the rename is atomic
+    with atomic_path(out / "matrix.npy") as tmp, open(tmp, "wb") as handle:
+        np.save(handle, matrix)
+    write_json(out / "coverage.json", {**coverage, "options": options, "seed": seed})
+    log.info(
+        "embeddings: %d/%d vocabulary words covered (%.1f%%)",
+        coverage["found"],
+        coverage["vocab_size"],
+        100 * coverage["coverage"],
+    )
+    return coverage
