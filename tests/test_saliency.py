@@ -18,7 +18,7 @@ from attnaudit.importance._forward import class_scores, embedding_forward
 from attnaudit.importance._stage import read_scores, score
 from attnaudit.io import gather_chunks
 from attnaudit.masks import candidate_mask
-from attnaudit.metrics import kendall_tau
+from attnaudit.metrics import kendall_tau, kendall_tau_b
 from attnaudit.saliency import agreement, faithfulness, planted, report
 from attnaudit.saliency.ranking import k_tokens, rank_positions, ranking_key
 
@@ -137,7 +137,7 @@ def test_kendall_tau_b_matches_scipy_with_ties_and_markers():
     candidates = torch.ones(6, 11, dtype=torch.bool)
     candidates[:, 0] = candidates[:, 10] = False  # markers
     candidates[2, 6:] = False  # a shorter instance
-    tau = agreement.kendall_tau_b(scores, candidates).numpy()
+    tau = kendall_tau_b(scores, candidates).numpy()
     for b in range(6):
         keep = candidates[b].numpy()
         for i in range(3):

@@ -1,7 +1,8 @@
 """Distances between output/attention distributions and rank agreement (GUIDE §4).
 
 TVD(ŷ₁, ŷ₂) = ½‖ŷ₁ − ŷ₂‖₁ and JSD in nats (≤ ln 2), as in J&W §4 (Eq. 1–2, Alg. 2–3). Both are batched over
-leading dimensions. Kendall τ-b with its p-value comes from ``scipy.stats.kendalltau``.
+leading dimensions. Kendall τ-b with its p-value comes from ``scipy.stats.kendalltau``; :func:`kendall_tau_b`
+computes the same statistic for all pairs of many rankings at once (B&F agreement matrices).
 """
 
 from __future__ import annotations
@@ -38,3 +39,15 @@ def kendall_tau(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
 
     result = kendalltau(a, b, variant="b")
     return float(result.statistic), float(result.pvalue)
+
+
+def kendall_tau_b(scores: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
+    """``scores [B, M, T]``, ``candidates [B, T]`` → τ-b ``[B, M, M]`` between every pair of M rankings, for a
+    batch of instances at once: the statistic of :func:`kendall_tau` (equal to it in the tests), without p-values."""
+    scores = scores.double()
+    pairs = candidates[:, :, None] & candidates[:, None, :]  # [B, T, T]; the diagonal has sign 0 anyway
+    signs = torch.where(pairs[:, None], torch.sign(scores[..., :, None] - scores[..., None, :]), 0.0)  # [B,M,T,T]
+    concordance = torch.einsum("bmij,bnij->bmn", signs, signs)  # 2 (n_c − n_d)
+    untied = (signs != 0).sum(dim=(2, 3)).double()  # 2 (n₀ − n_ties); NaN signs count as untied
+    denominator = torch.sqrt(untied[:, :, None] * untied[:, None, :])
+    return torch.where(denominator > 0, concordance / denominator.clamp(min=1), torch.nan)

@@ -4,7 +4,7 @@ For every instance and every pair of methods: Kendall τ-b between their scores 
 tokens except sentence markers), and the top-k overlap |top_k(a) ∩ top_k(b)| / k. τ-b is computed for all
 pairs of a group of instances at once from the sign matrices sign(s_i − s_j) —
 τ_b = Σ_{i<j} sgn_a·sgn_b / √((n₀ − n₁)(n₀ − n₂)) — the statistic of ``scipy.stats.kendalltau(variant="b")``
-(``attnaudit.metrics.kendall_tau``; equality checked in the tests), NaN when either ranking is constant, fewer
+(``attnaudit.metrics.kendall_tau_b``, equal to ``kendall_tau`` in the tests), NaN when either ranking is constant, fewer
 than two candidates exist, or a score is NaN. The p-values are not computed here.
 """
 
@@ -22,6 +22,7 @@ from attnaudit.data import encode_split, load_examples
 from attnaudit.importance._stage import read_scores
 from attnaudit.io import write_parquet
 from attnaudit.masks import marker_ids
+from attnaudit.metrics import kendall_tau_b
 from attnaudit.saliency.ranking import (
     RANKINGS,
     k_tokens,
@@ -32,17 +33,6 @@ from attnaudit.saliency.ranking import (
 )
 
 log = logging.getLogger(__name__)
-
-
-def kendall_tau_b(scores: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
-    """``scores [B, M, T]``, ``candidates [B, T]`` → τ-b ``[B, M, M]`` between every pair of methods."""
-    scores = scores.double()
-    pairs = candidates[:, :, None] & candidates[:, None, :]  # [B, T, T]; the diagonal has sign 0 anyway
-    signs = torch.where(pairs[:, None], torch.sign(scores[..., :, None] - scores[..., None, :]), 0.0)  # [B,M,T,T]
-    concordance = torch.einsum("bmij,bnij->bmn", signs, signs)  # 2 (n_c − n_d)
-    untied = (signs != 0).sum(dim=(2, 3)).double()  # 2 (n₀ − n_ties); NaN signs count as untied
-    denominator = torch.sqrt(untied[:, :, None] * untied[:, None, :])
-    return torch.where(denominator > 0, concordance / denominator.clamp(min=1), torch.nan)
 
 
 def topk_overlap(
