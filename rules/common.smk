@@ -19,8 +19,8 @@ AUDITS = config["audits"]
 IMPORTANCE = config["importance"]
 # the model sheet of every dataset, expanded and checked (unknown teachers, cycles, sizes) before any job runs
 SHEETS = {dataset: sheet(dataset, entry) for dataset, entry in DATASETS.items()}
-for _method, _options in IMPORTANCE.items():
-    check_options(_method, _options)
+for _method in {*IMPORTANCE, *config["saliency"]["methods"], *config["jain_wallace"]["correlation"]["methods"]}:
+    check_options(_method, IMPORTANCE.get(_method, {}))
 
 # corpora.mirror goes to the corpus stage as --mirror; without it the stage falls back to env ATTNAUDIT_MIRROR
 # (read by the package, so CI and clusters can point at a mirror without editing config), then the official URLs.
@@ -292,6 +292,8 @@ def wp_roles(dataset):
             f"wiegreffe_pinter: the seed variance on {dataset!r} needs {WP['seeds']['min_seeds']} more seeds of "
             f"{roles['base']} besides seed {WP['base_seed']}, the model sheet has {len(seeds)}"
         )
+    uniform = wp_variant_models(dataset, roles["uniform"], "uniform")
+    diagnostic = {g: wp_variant_models(dataset, v, f"diagnostic.{g}") for g, v in roles["diagnostic"].items()}
     adversaries = [
         m for m in models_matching(dataset, roles["adversaries"]) if variant(dataset, m).get("teacher") == base
     ]
@@ -303,8 +305,8 @@ def wp_roles(dataset):
     return {
         "base": base,
         "seeds": seeds,
-        "uniform": wp_variant_models(dataset, roles["uniform"], "uniform"),
-        "diagnostic": {g: wp_variant_models(dataset, v, f"diagnostic.{g}") for g, v in roles["diagnostic"].items()},
+        "uniform": uniform,
+        "diagnostic": diagnostic,
         "adversaries": adversaries,
     }
 

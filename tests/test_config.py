@@ -34,6 +34,10 @@ def dry_run(tmp_path, cfg: dict) -> subprocess.CompletedProcess:
 BASE = {"datasets": {"planted": {"corpus": "planted"}}}
 
 
+def _sheet(models: dict) -> dict:
+    return {"datasets": {"planted": {"corpus": "planted", "grid": {"encoders": ["lstm"]}, "models": models}}}
+
+
 def test_valid_minimal_config_dry_runs(tmp_path):
     proc = dry_run(tmp_path, BASE)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -64,6 +68,37 @@ def test_grid_blocks_are_united(tmp_path):
         ({"datasets": {"planted": {"corpus": "planted", "grid": {"encoders": ["rnn"]}}}}, "'rnn' is not one of"),
         ({"datasets": {"planted": {"corpus": "planted", "tokenise": {"min_cout": 2}}}}, "'min_cout' was unexpected"),
         ({"datasets": {"planted": {"corpus": "planted"}}, "corpora": {"mirorr": "/x"}}, "'mirorr' was unexpected"),
+        # the model sheet: the schema (types, signs, unknown keys) and then the sheet's own checks
+        (_sheet({"x": {"regulariser": "tying", "delta": -5}}), "-5 is less than the minimum of 0"),
+        (_sheet({"x": {"regulariser": "tying", "deltaa": 5}}), "'deltaa' was unexpected"),
+        (_sheet({"x": {"regulariser": "tying", "delta": 5}}), "datasets.planted.models.x.lstm_hidden"),
+        (_sheet({"x": {"objective": "imitate", "teacher": "nobody-s0"}}), "'nobody-s0' names no model"),
+        ({"datasets": {"bad-name": {"corpus": "planted"}}}, "'bad-name' does not match"),
+        # importance methods and their options are checked against the registry before any job runs
+        (
+            {**BASE, "importance": {"integrated_gradient": {"n_steps": 8}}},
+            "unknown importance method 'integrated_gradient'",
+        ),
+        ({**BASE, "importance": {"occlusion": {"window": 3}}}, "'window' was unexpected"),
+        ({**BASE, "importance": {"random": {"sed": 3}}}, "importance.random.sed: not an option of random"),
+        ({**BASE, "saliency": {"methods": ["attention", "gradients"]}}, "unknown importance method 'gradients'"),
+        # a W&P output for a dataset whose sheet lacks a role stops at DAG construction, naming both
+        (
+            {
+                "datasets": {"planted": {"corpus": "planted", "grid": {"encoders": ["lstm"], "seeds": [0, 1, 2]}}},
+                "wiegreffe_pinter": {"datasets": ["planted"]},
+            },
+            "wiegreffe_pinter.roles.uniform: dataset 'planted' has no variant 'lstm-uniform'",
+        ),
+        (
+            {
+                "datasets": {
+                    "planted": {"corpus": "planted", "grid": {"encoders": ["lstm"], "attentions": ["additive"]}}
+                },
+                "wiegreffe_pinter": {"datasets": ["planted"]},
+            },
+            "needs 2 more seeds of lstm-additive-base",
+        ),
     ],
 )
 def test_invalid_config_names_the_key(tmp_path, cfg, expected):
