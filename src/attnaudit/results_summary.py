@@ -53,6 +53,8 @@ def jain_wallace_section(tables: Path, metrics_root: Path) -> list[str]:
 
 
 def bastings_filippova_section(tables: Path, model: str) -> list[str]:
+    if not (tables / "faithfulness.csv").exists():
+        return [f"*{tables}/faithfulness.csv is missing: run `snakemake --cores all` first.*"]
     faith = pd.read_csv(tables / "faithfulness.csv")
     aopc = faith[(faith["k"] == "aopc") & (faith["variant"] == "deletion") & (faith["ranking"] == "signed")]
     lines = []
