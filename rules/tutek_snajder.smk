@@ -52,7 +52,7 @@ rule ts_mutual_information:
     params:
         dataset_dir=subpath(input.examples, parent=True),
         model_dir=subpath(input.model, parent=True),
-        mi=TS["mutual_information"],
+        mi=dict(sorted(TS["mutual_information"].items())),  # a stable order: params changes are tracked
         batch_size=TS["mutual_information"]["batch_size"] or AUDITS["batch_size"],
         seed=config["seed"],
     shell:
@@ -155,7 +155,7 @@ rule ts_figures:
         "../envs/attnaudit.yaml"
     params:
         runs=as_json(ts_runs()),
-        figures=TS["figures"],
+        figures=dict(sorted(TS["figures"].items())),
         dataset=f"--dataset {TS['figures']['dataset']}" if TS["figures"]["dataset"] else "",
         f1=TS["tables"]["f1"],
     shell:
