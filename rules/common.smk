@@ -323,7 +323,7 @@ def wp_uniform_runs():
             runs += [
                 {"dataset": d, "corpus": corpus_of(d), "model": m, "role": role, "seed": variant(d, m)["seed"]}
                 | {"metrics": wp_metrics(d, m)}
-                for m in models
+                for m in sorted(models)
             ]
     return runs
 
@@ -333,8 +333,8 @@ def wp_diagnostic_runs():
         {"dataset": d, "corpus": corpus_of(d), "model": m, "guide": guide, "seed": variant(d, m)["seed"]}
         | {"metrics": wp_metrics(d, m)}
         for d in WP["datasets"]
-        for guide, models in wp_roles(d)["diagnostic"].items()
-        for m in models
+        for guide, models in sorted(wp_roles(d)["diagnostic"].items())
+        for m in sorted(models)
     ]
 
 
@@ -384,7 +384,7 @@ def ts_has_mi(dataset, model):
 def ts_runs():
     runs = []
     for d in TS["datasets"]:
-        for m in ts_models(d):
+        for m in sorted(ts_models(d)):  # sorted: reordering the sheet changes no parameter
             spec = train_spec(d, m)
             run = {"dataset": d, "corpus": corpus_of(d), "model": m, "dataset_dir": f"results/datasets/{d}"}
             run |= {"regulariser": spec["regulariser"], "attention": spec["attention"], "seed": spec["seed"]}
@@ -414,7 +414,7 @@ def ts_imitations():
     return [
         wp_imitation_path(d, m)
         for d in TS["datasets"]
-        for m in imitating_models(d)
+        for m in sorted(imitating_models(d))
         if variant(d, m)["teacher"] in ts_models(d)
     ]
 
