@@ -18,6 +18,8 @@ include: "rules/jain_wallace.smk"
 include: "rules/saliency.smk"
 include: "rules/wiegreffe_pinter.smk"
 include: "rules/tutek_snajder.smk"
+include: "rules/cards.smk"
+include: "rules/explorer.smk"
 
 
 # gathers and tables take seconds: run them where Snakemake runs, not as cluster jobs
@@ -33,6 +35,12 @@ localrules:
     wp_diagnostic,
     ts_tables,
     ts_summary,
+    jw_card_summary,
+    saliency_card_summary,
+    wp_card_summary,
+    ts_card_summary,
+    card,
+    explorer,
 
 
 rule all:
@@ -43,3 +51,4 @@ rule all:
         saliency_targets(),
         wiegreffe_pinter_targets(),
         tutek_snajder_targets(),
+        cards_targets(),

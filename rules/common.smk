@@ -3,18 +3,39 @@
 import fnmatch
 import json
 import shlex
+import sys
 from pathlib import Path
 
 from snakemake.utils import validate
 
 from attnaudit.corpora.registry import get_spec
+from attnaudit.explorer.plan import expand_plan
+from attnaudit.io import sha256_file
 from attnaudit.importance._stage import check_options
 from attnaudit.modelsheet import MODEL_WILDCARD, sheet
+from attnaudit.tokenise.tokenisation import check_user_dataset
 
 validate(config, "../schemas/config.schema.yaml")
 
-DATASETS = config["datasets"]
 USER_CORPORA = config["corpora"].get("user", {})
+
+
+def needs_user_data(entry):
+    """A dataset whose corpus is read from a folder the user supplies (MIMIC-III) and whose path is not given."""
+    corpus = entry["corpus"]
+    path = config["corpora"].get("options", {}).get(corpus, {}).get("path")
+    return get_spec(corpus, USER_CORPORA).user_data and not path
+
+
+# MIMIC datasets run only when corpora.options.<corpus>.path names the user's MIMIC-III folder
+SKIPPED_DATASETS = [name for name, entry in config["datasets"].items() if needs_user_data(entry)]
+if SKIPPED_DATASETS:
+    print(
+        f"attnaudit: skipping datasets {SKIPPED_DATASETS}: their corpus needs corpora.options.<corpus>.path "
+        "(a MIMIC-III folder; credentialed access, never downloaded)",
+        file=sys.stderr,
+    )
+DATASETS = {name: entry for name, entry in config["datasets"].items() if name not in SKIPPED_DATASETS}
 AUDITS = config["audits"]
 IMPORTANCE = config["importance"]
 # the model sheet of every dataset, expanded and checked (unknown teachers, cycles, sizes) before any job runs
@@ -77,6 +98,33 @@ def tokenise_options(dataset):
 
 def embedding_options(dataset):
     return DATASETS[dataset].get("embeddings", {})
+
+
+def user_corpus_file(wildcards):
+    """A user corpus's own file is an input of its corpus job: an edited CSV reruns exactly what depends on it."""
+    entry = USER_CORPORA.get(wildcards.corpus)
+    return [entry["path"]] if entry else []
+
+
+def user_corpus_entry(corpus):
+    """``{corpus: corpora.user.<corpus>}`` for a user corpus (its checksum included, so an edit that keeps the
+    modification time still reruns it), else ``{}``: one corpus's entry never reruns another corpus."""
+    if corpus not in USER_CORPORA:
+        return {}
+    return {corpus: {**USER_CORPORA[corpus], "sha256": USER_CORPUS_SHA256[corpus]}}
+
+
+# a user corpus is read, split and checked for two classes before any job runs (the counts name the problem)
+for _dataset in DATASETS:
+    if corpus_of(_dataset) in USER_CORPORA:
+        check_user_dataset(
+            _dataset,
+            corpus_of(_dataset),
+            USER_CORPORA[corpus_of(_dataset)],
+            tokenise_options(_dataset),
+            config["seed"],
+        )
+USER_CORPUS_SHA256 = {name: sha256_file(entry["path"]) for name, entry in USER_CORPORA.items()}
 
 
 def dataset_files(dataset):
@@ -192,6 +240,12 @@ def jw_audit_path(dataset, model, audit):
     return f"results/audits/{dataset}/{model}/{audit}.parquet"
 
 
+def jw_options(dataset, audit):
+    """The jain_wallace.<audit> options, overridden by datasets.<name>.jain_wallace.<audit> (J&W §4.2.2: ε = 0.05
+    for the QA/NLI datasets), as the audit's --options JSON."""
+    return as_json({audit: {**JW[audit], **DATASETS[dataset].get("jain_wallace", {}).get(audit, {})}})
+
+
 def jw_figure_models(dataset):
     """The figures show J&W's own models: learned attention, no regulariser (seeds and selection rules too)."""
     return [m for m in audited_models(dataset) if variant(dataset, m)["regulariser"] == "base"]
@@ -207,6 +261,7 @@ def jw_runs():
             run.update({k: spec[k] for k in ("encoder", "attention", "regulariser")})
             run.update({"seed": spec["seed"], "selection": spec.get("selection", "best"), "variant": spec["variant"]})
             run.update({audit.removeprefix("jw_"): jw_audit_path(dataset, model, audit) for audit in JW_AUDITS})
+            run["epsilon"] = json.loads(jw_options(dataset, "adversarial"))["adversarial"]["epsilon"]
             runs.append(run)
     return runs
 
@@ -426,3 +481,184 @@ def tutek_snajder_targets():
     return [
         f"results/tables/tutek_snajder/{t}.{x}" for t in [*tables, "directions", "summary"] for x in ("csv", "md")
     ] + [f"results/figures/tutek_snajder/{f}.png" for f in ("fragility", "fig2_token_probability", "fig1_adversary")]
+
+
+# -- audit cards and the explorer ----------------------------------------------------------------------------------
+CARDS = config["cards"]
+EXPLORER = config["explorer"]
+# stage → {"title", "models": dataset → models it summarises, "explorer": (dataset, model) → instance sources};
+# filled by card_summary() calls in each rules/<stage>.smk, so a new stage joins the cards without editing them
+CARD_SUMMARIES = {}
+
+
+def card_summary(stage, title, models, explorer=None):
+    """Declare that ``stage`` writes ``results/summaries/<stage>/{dataset}/{model}.json`` for ``models(dataset)``
+    (and, optionally, per-instance sources for the explorer: ``explorer(dataset, model)`` → list of
+    ``{path, overlays: {name: column}, values: {name: column}}``)."""
+    CARD_SUMMARIES[stage] = {"title": title, "models": models, "explorer": explorer}
+
+
+def summary_path(stage, dataset, model):
+    return f"results/summaries/{stage}/{dataset}/{model}.json"
+
+
+def card_options():
+    """The cards block for every summary job: the bootstrap seed defaults to the global seed; the audited split."""
+    seed = CARDS["seed"] if CARDS["seed"] is not None else config["seed"]
+    return {**{k: v for k, v in CARDS.items() if k != "seed"}, "seed": seed, "split": AUDITS["split"]}
+
+
+def card_summaries(dataset, model):
+    """The summary files of the stages that ran on this model (declared inputs of its card)."""
+    return {
+        stage: summary_path(stage, dataset, model)
+        for stage, spec in CARD_SUMMARIES.items()
+        if model in spec["models"](dataset)
+    }
+
+
+def card_not_run(dataset, model):
+    """The audits configured not to run on this model (named on its card)."""
+    return {
+        spec["title"]: "not configured for this model"
+        for spec in CARD_SUMMARIES.values()
+        if model not in spec["models"](dataset)
+    }
+
+
+def card_path(dataset, model, ext):
+    return f"results/cards/{dataset}/{model}.{ext}"
+
+
+def manifest_path(dataset):
+    return f"results/corpora/{corpus_of(dataset)}/manifest.json"
+
+
+def explorer_plan():
+    """The explorer rule's parameter: path templates per stage and, per model, the stages whose per-instance files
+    apply (attnaudit.explorer.plan; full path lists would outgrow one shell argument on a large grid)."""
+    templates = {s: spec["explorer"]("{dataset}", "{model}") for s, spec in CARD_SUMMARIES.items() if spec["explorer"]}
+    templates["model"] = {
+        "card": card_path("{dataset}", "{model}", "json"),
+        "predictions": f"{model_dir('{dataset}', '{model}')}/predictions.parquet",
+        "examples": "results/datasets/{dataset}/examples.parquet",
+        "manifest": "results/corpora/{corpus}/manifest.json",
+    }
+    models = [
+        {
+            "dataset": d,
+            "model": m,
+            "corpus": corpus_of(d),
+            "stages": [s for s, spec in CARD_SUMMARIES.items() if spec["explorer"] and m in spec["models"](d)],
+        }
+        for d in DATASETS
+        for m in model_ids(d)
+    ]
+    return {"templates": templates, "models": models}
+
+
+def explorer_models():
+    """Every model of every dataset with its card and the per-instance files the explorer shows."""
+    return expand_plan(explorer_plan())
+
+
+def explorer_inputs():
+    files = []
+    for entry in explorer_models():
+        files += [entry["card"], entry["predictions"], entry["examples"], entry["manifest"]]
+        files += [source["path"] for source in entry["sources"]]
+    return list(dict.fromkeys(files))
+
+
+def cards_targets():
+    return [card_path(d, m, x) for d in DATASETS for m in model_ids(d) for x in ("json", "html", "md")] + [
+        "results/explorer"
+    ]
+
+
+def card_inputs(wildcards):
+    """A card reads its model's metrics, the corpus manifest (label names) and every summary of the model."""
+    d, m = wildcards.dataset, wildcards.model
+    return {"metrics": f"{model_dir(d, m)}/metrics.json", "manifest": manifest_path(d), **card_summaries(d, m)}
+
+
+def summary_inputs_json(wildcards, input):
+    """The summary job's named inputs as JSON ({name: path or [paths]}) for ``cards summary --inputs``."""
+    return as_json({name: (list(map(str, v)) if isinstance(v, list) else str(v)) for name, v in input.items()})
+
+
+def jw_summary_inputs(wildcards):
+    d, m = wildcards.dataset, wildcards.model
+    return {audit.removeprefix("jw_"): jw_audit_path(d, m, audit) for audit in JW_AUDITS}
+
+
+def jw_explorer_sources(dataset, model):
+    """J&W per instance: gradient/LOO scores, the best adversarial attention (ε-max JSD, its Δŷ), τ, permutation Δŷ."""
+    methods = [m for m in config["jain_wallace"]["correlation"]["methods"] if m != "attention"]
+    taus = {f"τ(attention, {b})": f"tau_attention_{b}" for b in ("gradient", "loo")}
+    scores = [{"path": importance_path(dataset, model, m), "overlays": {m: "scores"}, "values": {}} for m in methods]
+    return scores + [
+        {
+            "path": jw_audit_path(dataset, model, "jw_adversarial"),
+            "overlays": {"adversarial attention": "adversarial_attention"},
+            "values": {"ε-max JSD": "eps_max_jsd", "Δŷ adversary (TVD)": "best_tvd"},
+        },
+        {"path": jw_audit_path(dataset, model, "jw_correlation"), "overlays": {}, "values": taus},
+        {
+            "path": jw_audit_path(dataset, model, "jw_permutation"),
+            "overlays": {},
+            "values": {"median Δŷ permutation": "delta_median"},
+        },
+    ]
+
+
+def saliency_card_models(dataset):
+    return saliency_models(dataset) if dataset in SAL_DATASETS else []
+
+
+def saliency_summary_inputs(wildcards):
+    """B&F faithfulness; on the planted corpus also every method's scores and the examples (precision@k)."""
+    d, m = wildcards.dataset, wildcards.model
+    inputs = {"faithfulness": f"results/audits/{d}/{m}/saliency_faithfulness.parquet"}
+    if d in SAL_PLANTED:
+        inputs |= {"importance": saliency_importance(d, m), "examples": f"results/datasets/{d}/examples.parquet"}
+    return inputs
+
+
+def saliency_explorer_sources(dataset, model):
+    return [
+        {"path": importance_path(dataset, model, m), "overlays": {m: "scores"}, "values": {}}
+        for m in config["saliency"]["methods"]
+        if m != "attention"
+    ]
+
+
+def wp_card_models(dataset):
+    return [wp_roles(dataset)["base"]] if dataset in WP["datasets"] else []
+
+
+def wp_summary_inputs(wildcards):
+    roles = wp_roles(wildcards.dataset)
+    return {
+        "base_metrics": [wp_metrics(wildcards.dataset, m) for m in [roles["base"], *sorted(roles["seeds"])]],
+        "uniform_metrics": [wp_metrics(wildcards.dataset, m) for m in sorted(roles["uniform"])],
+        "seed_variance": f"results/audits/{wildcards.dataset}/wp_seed_variance.parquet",
+    }
+
+
+def ts_card_models(dataset):
+    return ts_models(dataset) if dataset in TS["datasets"] else []
+
+
+def ts_summary_inputs(wildcards):
+    d, m = wildcards.dataset, wildcards.model
+    inputs = {"fragility": ts_audit_path(d, m, "fragility.json")}
+    inputs["token_probability"] = ts_audit_path(d, m, "token_probability.parquet")
+    if ts_has_mi(d, m):
+        inputs["mutual_information"] = ts_audit_path(d, m, "mutual_information.json")
+    return inputs
+
+
+def ts_explorer_sources(dataset, model):
+    path = ts_audit_path(dataset, model, "token_probability.parquet")
+    return [{"path": path, "overlays": {"T&Š per-token p(ŷ)": "token_probs"}, "values": {}}]

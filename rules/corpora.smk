@@ -1,5 +1,7 @@
 rule corpora:
-    """Raw corpus (local mirror or official URL) → verified documents.parquet + manifest.json."""
+    """Raw corpus (local mirror or official URL, or the user's own file) → verified documents.parquet + manifest.json."""
+    input:
+        user_corpus_file,
     output:
         documents="results/corpora/{corpus}/documents.parquet",
         manifest="results/corpora/{corpus}/manifest.json",
@@ -11,7 +13,7 @@ rule corpora:
         "../envs/attnaudit.yaml"
     params:
         options=lambda wc: as_json(corpus_options(wc.corpus)),
-        user=lambda wc: as_json(USER_CORPORA),
+        user=lambda wc: as_json(user_corpus_entry(wc.corpus)),
         raw_dir=lambda wc: f"{config['corpora']['raw_dir']}/{wc.corpus}",
         seed=config["seed"],
         mirror=MIRROR_ARG,

@@ -26,11 +26,13 @@ rule importance:
         model_dir=subpath(input.model, parent=True),
         split=AUDITS["split"],
         batch_size=AUDITS["batch_size"],
+        max_batch_tokens=as_json(AUDITS["max_batch_tokens"]),
         seed=config["seed"],
     shell:
         "python -m attnaudit importance score --method {wildcards.method} --options {params.options:q}"
         " --dataset-dir {params.dataset_dir:q} --model-dir {params.model_dir:q} --out {output:q}"
-        " --split {params.split} --batch-size {params.batch_size} --chunk {wildcards.chunk}"
+        " --split {params.split} --batch-size {params.batch_size} --max-batch-tokens {params.max_batch_tokens:q}"
+        " --chunk {wildcards.chunk}"
         " --n-chunks {wildcards.n_chunks} --seed {params.seed} --threads {threads} > {log:q} 2>&1"
 
 

@@ -72,16 +72,18 @@ rule jw_permutation:
         gpu=0,
     params:
         audit="permutation",
-        options=as_json({"permutation": JW["permutation"]}),
+        options=lambda wc: jw_options(wc.dataset, "permutation"),
         dataset_dir=subpath(input.examples, parent=True),
         model_dir=subpath(input.model, parent=True),
         split=AUDITS["split"],
         batch_size=AUDITS["batch_size"],
+        max_batch_tokens=as_json(AUDITS["max_batch_tokens"]),
         seed=config["seed"],
     shell:
         "python -m attnaudit jain-wallace audit {params.audit} --dataset-dir {params.dataset_dir:q}"
         " --model-dir {params.model_dir:q} --out {output:q} --chunk {wildcards.chunk} --n-chunks {wildcards.n_chunks}"
-        " --split {params.split} --batch-size {params.batch_size} --seed {params.seed} --options {params.options:q}"
+        " --split {params.split} --batch-size {params.batch_size} --max-batch-tokens {params.max_batch_tokens:q}"
+        " --seed {params.seed} --options {params.options:q}"
         " --threads {threads} > {log:q} 2>&1"
 
 
@@ -94,11 +96,12 @@ use rule jw_permutation as jw_adversarial with:
         "benchmarks/jw_adversarial/{dataset}/{model}/chunk-{chunk}-of-{n_chunks}.tsv"
     params:
         audit="adversarial",
-        options=as_json({"adversarial": JW["adversarial"]}),
+        options=lambda wc: jw_options(wc.dataset, "adversarial"),
         dataset_dir=subpath(input.examples, parent=True),
         model_dir=subpath(input.model, parent=True),
         split=AUDITS["split"],
         batch_size=AUDITS["batch_size"],
+        max_batch_tokens=as_json(AUDITS["max_batch_tokens"]),
         seed=config["seed"],
 
 
@@ -212,3 +215,32 @@ rule jw_heatmaps:
         "python -m attnaudit jain-wallace heatmaps --dataset {wildcards.dataset} --model {wildcards.model}"
         " --adversarial {input.adversarial:q} --dataset-dir {params.dataset_dir:q} --out {output:q}"
         " --options {params.options:q} --seed {params.seed} > {log:q} 2>&1"
+
+
+# the audit card's part of this stage (rules/cards.smk gathers the summaries of every stage registered here)
+card_summary(
+    "jain_wallace",
+    "Jain & Wallace (2019)",
+    audited_models,
+    explorer=jw_explorer_sources,
+)
+
+
+rule jw_card_summary:
+    """J&W §4.1–4.2: τ with bootstrap CIs, permutation and adversary summaries of one model for its audit card."""
+    input:
+        unpack(jw_summary_inputs),
+    output:
+        "results/summaries/jain_wallace/{dataset}/{model}.json",
+    log:
+        "logs/jw_card_summary/{dataset}/{model}.log",
+    benchmark:
+        "benchmarks/jw_card_summary/{dataset}/{model}.tsv"
+    conda:
+        "../envs/attnaudit.yaml"
+    params:
+        inputs=summary_inputs_json,
+        options=as_json(card_options()),
+    shell:
+        "python -m attnaudit cards summary --stage jain_wallace --dataset {wildcards.dataset} --model {wildcards.model}"
+        " --inputs {params.inputs:q} --options {params.options:q} --out {output:q} > {log:q} 2>&1"

@@ -59,11 +59,13 @@ rule saliency_faithfulness:
         model_dir=subpath(input.model, parent=True),
         split=AUDITS["split"],
         batch_size=AUDITS["batch_size"],
+        max_batch_tokens=as_json(AUDITS["max_batch_tokens"]),
     shell:
         "python -m attnaudit saliency faithfulness --dataset-dir {params.dataset_dir:q}"
         " --model-dir {params.model_dir:q} --importance {input.importance:q} --out {output:q}"
         " --chunk {wildcards.chunk} --n-chunks {wildcards.n_chunks} --split {params.split}"
-        " --batch-size {params.batch_size} --options {params.options:q} --threads {threads} > {log:q} 2>&1"
+        " --batch-size {params.batch_size} --max-batch-tokens {params.max_batch_tokens:q} --options {params.options:q}"
+        " --threads {threads} > {log:q} 2>&1"
 
 
 rule saliency_gather:
@@ -182,3 +184,32 @@ rule saliency_figures:
         "python -m attnaudit saliency figures --agreement {input.agreement:q} --faithfulness {input.faithfulness:q}"
         " --heatmap {output.heatmap:q} --curves {output.curves:q} --ranking {params.ranking}"
         " --title '{wildcards.dataset} / {wildcards.model}' > {log:q} 2>&1"
+
+
+# the audit card's part of this stage (rules/cards.smk gathers the summaries of every stage registered here)
+card_summary(
+    "saliency",
+    "Bastings & Filippova (2020)",
+    saliency_card_models,
+    explorer=saliency_explorer_sources,
+)
+
+
+rule saliency_card_summary:
+    """B&F §3.3: attention's AOPC rank among the importance methods (and planted precision@k) for the audit card."""
+    input:
+        unpack(saliency_summary_inputs),
+    output:
+        "results/summaries/saliency/{dataset}/{model}.json",
+    log:
+        "logs/saliency_card_summary/{dataset}/{model}.log",
+    benchmark:
+        "benchmarks/saliency_card_summary/{dataset}/{model}.tsv"
+    conda:
+        "../envs/attnaudit.yaml"
+    params:
+        inputs=summary_inputs_json,
+        options=as_json(card_options()),
+    shell:
+        "python -m attnaudit cards summary --stage saliency --dataset {wildcards.dataset} --model {wildcards.model}"
+        " --inputs {params.inputs:q} --options {params.options:q} --out {output:q} > {log:q} 2>&1"

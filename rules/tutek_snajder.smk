@@ -188,3 +188,32 @@ rule ts_summary:
     shell:
         "python -m attnaudit tutek-snajder summary --runs {params.runs:q} --out-csv {output.csv:q}"
         " --out-md {output.md:q} > {log:q} 2>&1"
+
+
+# the audit card's part of this stage (rules/cards.smk gathers the summaries of every stage registered here)
+card_summary(
+    "tutek_snajder",
+    "Tutek & Šnajder (2020)",
+    ts_card_models,
+    explorer=ts_explorer_sources,
+)
+
+
+rule ts_card_summary:
+    """T&Š §4.1, §3.4, §5: fragility, MI and per-token probability of one model for its audit card."""
+    input:
+        unpack(ts_summary_inputs),
+    output:
+        "results/summaries/tutek_snajder/{dataset}/{model}.json",
+    log:
+        "logs/ts_card_summary/{dataset}/{model}.log",
+    benchmark:
+        "benchmarks/ts_card_summary/{dataset}/{model}.tsv"
+    conda:
+        "../envs/attnaudit.yaml"
+    params:
+        inputs=summary_inputs_json,
+        options=as_json(card_options()),
+    shell:
+        "python -m attnaudit cards summary --stage tutek_snajder --dataset {wildcards.dataset} --model {wildcards.model}"
+        " --inputs {params.inputs:q} --options {params.options:q} --out {output:q} > {log:q} 2>&1"

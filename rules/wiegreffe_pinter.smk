@@ -206,3 +206,31 @@ rule wp_adversary:
         "python -m attnaudit wiegreffe-pinter adversary --imitations {input.imitations:q}"
         " --seed-variance {input.seed_variance:q} --adversarial {input.adversarial:q} --out-csv {output.csv:q}"
         " --out-png {output.png:q} --title {wildcards.dataset} > {log:q} 2>&1"
+
+
+# the audit card's part of this stage (rules/cards.smk gathers the summaries of every stage registered here)
+card_summary(
+    "wiegreffe_pinter",
+    "Wiegreffe & Pinter (2019)",
+    wp_card_models,
+)
+
+
+rule wp_card_summary:
+    """W&P §3.2–3.3: uniform twin vs seed spread, adversaries vs seed variance, for the base model's audit card."""
+    input:
+        unpack(wp_summary_inputs),
+    output:
+        "results/summaries/wiegreffe_pinter/{dataset}/{model}.json",
+    log:
+        "logs/wp_card_summary/{dataset}/{model}.log",
+    benchmark:
+        "benchmarks/wp_card_summary/{dataset}/{model}.tsv"
+    conda:
+        "../envs/attnaudit.yaml"
+    params:
+        inputs=summary_inputs_json,
+        options=as_json(card_options()),
+    shell:
+        "python -m attnaudit cards summary --stage wiegreffe_pinter --dataset {wildcards.dataset} --model {wildcards.model}"
+        " --inputs {params.inputs:q} --options {params.options:q} --out {output:q} > {log:q} 2>&1"

@@ -464,9 +464,9 @@ def test_user_jsonl(tmp_path):
 def test_user_config_errors(tmp_path):
     cfg = _user(tmp_path, "c.csv", "text,label\na,1\n")
     cfg["mine"]["text_colum"] = "x"
-    with pytest.raises(AttnauditError, match=r"user_corpora.mine: unknown key\(s\) \['text_colum'\]"):
+    with pytest.raises(AttnauditError, match=r"corpora.user.mine: unknown key\(s\) \['text_colum'\]"):
         get_spec("mine", cfg)
-    with pytest.raises(AttnauditError, match="user_corpora.mine.path"):
+    with pytest.raises(AttnauditError, match="corpora.user.mine.path"):
         build_corpus(
             "mine",
             raw_dir=tmp_path,
@@ -485,6 +485,9 @@ def test_unknown_corpus_lists_valid_names():
 
 def test_registry_defaults():
     expected = {"sst": 1, "imdb": 10, "20news": 2, "agnews": 5, "adr": 2, "planted": 1}
+    # QA/NLI (J&W's min_df: bAbI 1, SNLI 3, CNN 8) and MIMIC
+    expected |= {"babi1": 1, "babi2": 1, "babi3": 1, "babi3_1k": 1, "snli": 3, "cnn": 8}
+    expected |= {"mimic_diabetes": 5, "mimic_anemia": 5}
     assert {name: spec.defaults["min_count"] for name, spec in REGISTRY.items()} == expected
     assert REGISTRY["20news"].defaults["test_fraction"] == 0.2
     assert REGISTRY["agnews"].defaults["dev_fraction"] == 0.15

@@ -12,6 +12,7 @@ from attnaudit.data import collate
 from attnaudit.importance import METHODS, get_method
 from attnaudit.importance.loo import deletions
 from attnaudit.jain_wallace import reference
+from attnaudit.models import deletions as deletions_module
 
 VARIANTS = [(e, a) for e in ("lstm", "cnn", "average") for a in ("additive", "dot")]
 BOS, EOS = 2, 3
@@ -77,13 +78,48 @@ def test_batched_loo_equals_per_instance(encoder, attention):
 
 
 def test_loo_builds_every_deletion_once():
+    """A (deleted position × instance) grid: every real deletion once; rows beyond an instance's length unused."""
     seqs, batch = small_batch(2, lengths=(5, 3))
     deleted, b, t = deletions(batch)
-    assert deleted.tokens.shape == (8, 4)
-    for row in range(8):
+    assert deleted.tokens.shape == (10, 4)
+    real = [row for row in range(10) if t[row] < len(seqs[int(b[row])])]
+    assert sorted((int(b[r]), int(t[r])) for r in real) == [(i, j) for i, s in enumerate(seqs) for j in range(len(s))]
+    for row in real:
         expected = np.delete(seqs[int(b[row])], int(t[row]))
         got = deleted.tokens[row][deleted.mask[row]].numpy()
         np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("attention", ["additive", "dot"])
+@pytest.mark.parametrize("hidden_mode", ["plain", "concat", "residual"])
+def test_bilstm_deletions_without_reencoding_equal_reencoding(hidden_mode, attention):
+    """Resuming from the states a deletion leaves unchanged, with the attention softmax accumulated online, gives
+    the logits of re-encoding each shorter sequence (every real deletion, any slice of deleted positions)."""
+    model = tiny_model(
+        "lstm", attention, 0, 3, randomise=True, embedding_dim=16, lstm_hidden=8, hidden_mode=hidden_mode
+    )
+    seqs, batch = small_batch(3, lengths=(9, 4, 12, 1, 2, 7))
+    width = batch.tokens.shape[1]
+    assert deletions_module.supports(model, batch)
+    for first, last in ((0, width), (3, 7)):
+        deleted, b, t = deletions(batch, first, last)
+        with torch.no_grad():
+            streamed = deletions_module.deletion_logits(model, batch, first, last).flatten(0, 1)
+            encoded = model(deleted).logits
+        real = [row for row in range(len(b)) if t[row] < len(seqs[int(b[row])]) and len(seqs[int(b[row])]) > 1]
+        torch.testing.assert_close(streamed[real], encoded[real], atol=1e-5, rtol=1e-5)
+        empty = [row for row in range(len(b)) if len(seqs[int(b[row])]) == 1 and t[row] == 0]
+        assert torch.isnan(streamed[empty]).all()  # nothing left to encode
+
+
+def test_stacked_bilstm_reencodes_deletions():
+    """A second layer reads backward states that change before t: no reuse, every deletion is re-encoded."""
+    model = tiny_model("lstm", "additive", 0, 3, randomise=False, embedding_dim=16, lstm_hidden=8, lstm_layers=2)
+    seqs, batch = small_batch(4)
+    assert not deletions_module.supports(model, batch)
+    scores = get_method("loo").attribute(model, batch)
+    for i, seq in enumerate(seqs):
+        np.testing.assert_allclose(scores[i, : len(seq)].numpy(), reference.loo(model, seq), atol=1e-5)
 
 
 def test_loo_of_a_single_token_is_nan():

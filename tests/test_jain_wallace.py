@@ -15,13 +15,20 @@ from attnaudit.cli import main
 from attnaudit.importance._stage import score
 from attnaudit.io import gather_chunks
 from attnaudit.jain_wallace import correlation, reference, rng
-from attnaudit.jain_wallace.adversarial import epsilon_max_jsd, find_adversaries
+from attnaudit.jain_wallace.adversarial import (
+    epsilon_max_jsd,
+    find_adversaries,
+    objective_gradient,
+    relaxed_objective,
+    softmax_backward,
+)
 from attnaudit.jain_wallace.common import batch_seeds
 from attnaudit.jain_wallace.options import DEFAULTS, resolve
 from attnaudit.jain_wallace.permutation import permutation_deltas, permute
 from attnaudit.jain_wallace.run import run_audit
 from attnaudit.masks import content_mask
 from attnaudit.metrics import LN2, jsd, tvd
+from attnaudit.models import masked_softmax
 
 MARKERS = (2, 3)
 FAST = {"adversarial": {"steps": 25}, "permutation": {"n_permutations": 20}}
@@ -83,6 +90,27 @@ def test_batched_adversary_equals_each_instance_alone(encoder):
         np.testing.assert_allclose(adv.tvd[i].numpy(), alone["tvd"], atol=1e-5)
         np.testing.assert_allclose(adv.jsd[i].numpy(), alone["jsd"], atol=1e-5)
         assert adv.attention[i, :, len(seq) :].abs().sum() == 0  # padding never receives attention
+
+
+@pytest.mark.parametrize("epsilon", [0.0, 0.05, 1.0])
+@pytest.mark.parametrize("k", [1, 2, 5])
+def test_closed_form_objective_gradient_equals_autograd(epsilon, k):
+    """The adversary's hand-written gradient (linear decoder) is autograd's on the relaxed Eq. 1–2, masks included."""
+    generator = torch.Generator().manual_seed(k)
+    batch, width, classes = 4, 9, 3
+    logits = torch.randn(batch, width, classes, generator=generator, dtype=torch.float64)
+    mask = torch.ones(batch, 1, width, dtype=torch.bool)
+    mask[0, 0, 7:] = False
+    mask[1, 0, 0] = False
+    theta = (3 * torch.randn(batch, k, width, generator=generator, dtype=torch.float64)).requires_grad_(True)
+    alpha_hat = masked_softmax(torch.randn(batch, width, generator=generator, dtype=torch.float64), mask[:, 0])
+    probs_hat = torch.softmax(torch.randn(batch, classes, generator=generator, dtype=torch.float64), dim=-1)
+    alpha = masked_softmax(theta, mask)
+    objective = relaxed_objective(alpha, alpha_hat, torch.softmax(alpha @ logits, -1), probs_hat, epsilon, 500.0)
+    (expected,) = torch.autograd.grad(objective.sum(), theta)
+    with torch.no_grad():
+        closed = softmax_backward(alpha, objective_gradient(alpha, alpha_hat, logits, probs_hat, epsilon, 500.0))
+    torch.testing.assert_close(closed, expected, atol=1e-10, rtol=1e-8)
 
 
 def _check_validity(model, batch, adv, epsilon):
@@ -345,7 +373,8 @@ def test_options_reject_unknown_keys_and_match_schema():
 
 
 def test_bench_prints_one_line_per_audit(planted_dataset, planted_model_dir, capsys):
-    """Smoke test of ``python -m attnaudit throughput jw`` (not timed: numbers depend on the machine)."""
+    """Smoke test of ``python -m attnaudit throughput jw`` (not timed: numbers depend on the machine): one line per
+    audit and thread count with the ratio to J&W's code, then the naive references."""
     import re
 
     code = main(
@@ -358,6 +387,7 @@ def test_bench_prints_one_line_per_audit(planted_dataset, planted_model_dir, cap
             str(planted_model_dir),
             "--threads",
             "1",
+            "2",
             "--naive-limit",
             "4",
             "--options",
@@ -365,15 +395,16 @@ def test_bench_prints_one_line_per_audit(planted_dataset, planted_model_dir, cap
         ]
     )
     lines = capsys.readouterr().out.strip().splitlines()
-    assert code == 0 and [line.split()[0] for line in lines] == [
-        "gradient",
-        "loo",
-        "permutation",
-        "permutation_given_h",
-        "adversarial",
-        "adversarial_given_h",
-    ]
-    assert all(re.fullmatch(r"\w+ batched=[\d.]+ naive=[\d.]+ ratio=[\d.]+", line) for line in lines)
+    assert code == 0 and lines[0].startswith("fixed cost per job:")
+    names = ("gradient", "loo", "permutation", "adversarial", "all_four")
+    assert [line.split()[:2] for line in lines[1:11]] == [[a, f"threads={t}"] for t in (1, 2) for a in names]
+    number = r"[\d.]+"
+    fields = rf"cpu={number}s wall={number}s per_instance={number}ms jw_code_ratio={number} jw_code_ratio_job={number}"
+    assert all(re.fullmatch(rf"\w+ threads=\d {fields}", line) for line in lines[1:11])
+    assert [line.split()[0] for line in lines[-4:]] == ["gradient", "loo", "permutation", "adversarial"]
+    assert all(
+        re.fullmatch(rf"\w+ naive_per_instance={number}ms batched_speedup={number}", line) for line in lines[-4:]
+    )
 
 
 def test_bench_resolves_dataset_and_model_names(tmp_path):

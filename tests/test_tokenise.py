@@ -43,7 +43,12 @@ def test_markers_empty_documents_dropped_and_counted():
 def test_max_tokens_and_min_tokens_filters_are_counted():
     frame = docs(
         [(f"d{i}", "train" if i < 6 else "test", i % 2, " ".join(["w"] * (i + 1))) for i in range(8)]
-        + [("dv0", "dev", 0, "w w"), ("dv1", "dev", 1, "w w w")]
+        + [
+            ("dv0", "dev", 0, "w w"),
+            ("dv1", "dev", 1, "w w w"),
+            ("t0", "test", 0, "w w w"),
+            ("t1", "test", 1, "w w w w"),
+        ]
     )
     examples, _, stats = tokenise_documents(frame, {"max_tokens": 6, "min_tokens": 5}, seed=0)
     lengths = examples["tokens"].map(len) - 2

@@ -60,3 +60,49 @@ def test_metrics_match_sklearn_definitions():
     assert m["accuracy"] == pytest.approx(0.6)
     assert m["per_class_f1"] == pytest.approx([0.5, 2 / 3])
     assert m["roc_auc"] == pytest.approx(5 / 6)
+
+
+def test_patience_stops_when_dev_stops_improving(planted_dataset):
+    """``patience``: training ends once the dev score has not improved for that many epochs; the selected epoch is
+    the best one seen, as without patience."""
+    spec = {"encoder": "average", "attention": "additive", "epochs": 30, "seed": 0, "selection_metric": "accuracy"}
+    args = (str(planted_dataset / "dataset"), str(planted_dataset / "embeddings" / "matrix.npy"))
+    full = train_model(*args, spec, progress=False)[1]
+    stopped = train_model(*args, {**spec, "patience": 2}, progress=False)[1]
+    best = stopped["selected_epoch"]
+    assert len(stopped["history"]) == best + 3 < 30
+    assert stopped["history"] == full["history"][: best + 3]
+    scores = [record["dev_accuracy"] for record in full["history"]]
+    assert scores[best] == max(scores[: best + 3])
+
+
+def test_frozen_embeddings_stay_as_given(planted_dataset):
+    matrix = np.load(planted_dataset / "embeddings" / "matrix.npy")
+    args = (str(planted_dataset / "dataset"), str(planted_dataset / "embeddings" / "matrix.npy"))
+    spec = {"encoder": "average", "attention": "additive", "epochs": 2}
+    frozen = train_model(*args, {**spec, "freeze_embeddings": True}, progress=False)[0]
+    trained = train_model(*args, spec, progress=False)[0]
+    expected = torch.from_numpy(matrix).float()
+    expected[frozen.cfg.pad_index] = 0
+    assert torch.equal(frozen.embedding.weight.detach(), expected)
+    assert not torch.equal(trained.embedding.weight.detach(), expected)
+
+
+def test_long_documents_are_batched_within_the_token_budget():
+    """A batch holding a long document is cut into pieces of at most ``max_tokens`` padded tokens; batches of a
+    corpus without long documents stay as they were."""
+    from attnaudit.data import Encoded, iterate_batches
+
+    lengths = [5] * 40 + [2000] + [7] * 20
+    data = Encoded(
+        [str(i) for i in range(len(lengths))],
+        [np.ones(n, dtype=np.int64) for n in lengths],
+        np.zeros(len(lengths), dtype=np.int64),
+    )
+    budgeted = list(iterate_batches(data, 32, shuffle=True, seed=1, max_tokens=1000))
+    plain = list(iterate_batches(data, 32, shuffle=True, seed=1))
+    assert sorted(np.concatenate([rows for rows, _ in budgeted]).tolist()) == list(range(len(lengths)))
+    assert all(b.tokens.numel() <= 1000 or len(rows) == 1 for rows, b in budgeted)
+    assert max(b.tokens.numel() for _, b in plain) > 2000 * 10
+    unchanged = list(iterate_batches(data, 32, shuffle=True, seed=1, max_tokens=10**9))
+    assert all(np.array_equal(a, b) for (a, _), (b, _) in zip(unchanged, plain))

@@ -1,9 +1,10 @@
 """Plumbing shared by every audit stage: load a trained model with the instances to audit, batch them with a
 fixed global plan, shard the plan into chunks (gathering them: :func:`attnaudit.io.gather_chunks`).
 
-The batch plan is computed over the whole audited split first (length-bucketed, fixed batch size) and chunks
-are contiguous runs of *batches*, so every instance is computed in the same batch with the same companions
-whatever the chunk count: the gathered parquet is identical for 1 or 16 chunks. Randomness is per instance
+The batch plan is computed over the whole audited split first (length-bucketed, at most ``batch_size`` rows and
+``max_tokens`` padded tokens per batch) and chunks are contiguous runs of *batches* holding about equal numbers of
+tokens, so every instance is computed in the same batch with the same companions whatever the chunk count: the
+gathered parquet is identical for 1 or 16 chunks. Randomness is per instance
 (:func:`instance_seed`), never per chunk.
 """
 
@@ -60,26 +61,60 @@ def load_audit_inputs(
     return AuditInputs(model, rows, encoded, vocab, device)
 
 
-def batch_plan(encoded: Encoded, batch_size: int) -> list[np.ndarray]:
-    """Row indices per batch: sorted by length (stable), then cut every ``batch_size`` rows."""
+def batch_plan(encoded: Encoded, batch_size: int, max_tokens: int | None = None) -> list[np.ndarray]:
+    """Row indices per batch: rows sorted by length (stable), then cut into batches of at most ``batch_size``
+    rows and, with ``max_tokens``, at most that many padded token positions (rows × longest row), so memory and
+    time per batch are bounded by the config rather than by the longest document (a document longer than the
+    budget is a batch of its own)."""
     lengths = np.array([len(s) for s in encoded.sequences])
     order = np.argsort(lengths, kind="stable")
-    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    if not max_tokens:
+        return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    plan, start = [], 0
+    while start < len(order):
+        # rows are sorted, so the last row of a batch is its longest: take the most rows that fit
+        stop = start + 1
+        limit = min(len(order), start + batch_size)
+        while stop < limit and (stop + 1 - start) * max(1, lengths[order[stop]]) <= max_tokens:
+            stop += 1
+        plan.append(order[start:stop])
+        start = stop
+    return plan
 
 
-def chunk_of(plan: list[np.ndarray], chunk: int, n_chunks: int) -> list[np.ndarray]:
-    """The contiguous run of batches that makes chunk ``chunk`` (0-based) of ``n_chunks``."""
+def token_budget(max_tokens: int | dict | None, device: torch.device) -> int | None:
+    """The padded-token budget per batch for this job's device: one number, or one per device type
+    (``{"cpu": 4096, "cuda": 65536}``: a GPU takes much larger batches)."""
+    if isinstance(max_tokens, dict):
+        return max_tokens.get(device.type, max_tokens.get("cpu"))
+    return max_tokens
+
+
+def batch_tokens(encoded: Encoded, plan: list[np.ndarray]) -> np.ndarray:
+    """Padded token positions of each batch (rows × longest row): what an audit's time grows with."""
+    lengths = np.array([len(s) for s in encoded.sequences])
+    return np.array([len(rows) * max(1, int(lengths[rows].max())) for rows in plan])
+
+
+def chunk_of(plan: list[np.ndarray], chunk: int, n_chunks: int, weights: np.ndarray | None = None) -> list[np.ndarray]:
+    """The contiguous run of batches that makes chunk ``chunk`` (0-based) of ``n_chunks``: runs cut where the
+    cumulative ``weights`` (padded tokens per batch; equal weights without) cross multiples of total/n_chunks,
+    so chunks of a length-sorted plan carry about the same number of tokens rather than of batches."""
     if not 0 <= chunk < n_chunks:
         raise AttnauditError(f"chunk {chunk} is outside 0..{n_chunks - 1}")
-    return [plan[i] for i in np.array_split(np.arange(len(plan)), n_chunks)[chunk]]
+    weights = np.ones(len(plan)) if weights is None else np.asarray(weights, dtype=float)
+    cumulative = np.cumsum(weights) - weights / 2  # each batch goes to the chunk holding its midpoint
+    owner = np.minimum((cumulative * n_chunks / max(weights.sum(), 1e-12)).astype(int), n_chunks - 1)
+    return [batch for batch, who in zip(plan, owner) if who == chunk]
 
 
 def iterate_chunk(
-    inputs: AuditInputs, batch_size: int, chunk: int = 0, n_chunks: int = 1
+    inputs: AuditInputs, batch_size: int, chunk: int = 0, n_chunks: int = 1, max_tokens: int | dict | None = None
 ) -> Iterator[tuple[np.ndarray, Batch]]:
     """Yield ``(rows, batch)`` on the model's device for one chunk of the audited split."""
     enc = inputs.encoded
-    for rows in chunk_of(batch_plan(enc, batch_size), chunk, n_chunks):
+    plan = batch_plan(enc, batch_size, token_budget(max_tokens, inputs.device))
+    for rows in chunk_of(plan, chunk, n_chunks, batch_tokens(enc, plan)):
         yield rows, enc.batch(rows).to(inputs.device)
 
 
@@ -99,14 +134,17 @@ def run_chunked(
     desc: str = "audit",
     progress: bool = True,
     extra_columns: dict | None = None,
+    max_tokens: int | dict | None = None,
 ) -> pd.DataFrame:
     """The one chunked audit loop: ``per_batch(rows, batch)`` returns the columns of its instances (a ``row``
     column is added, or kept if the frame has it), the chunk's rows are written in instance order, atomically,
-    with ``extra_columns`` (constants such as the device) appended."""
+    with ``extra_columns`` (constants such as the device) appended. Batches: :func:`batch_plan`."""
     started = time.time()
-    n_batches = len(chunk_of(batch_plan(inputs.encoded, batch_size), chunk, n_chunks))
+    max_tokens = token_budget(max_tokens, inputs.device)
+    plan = batch_plan(inputs.encoded, batch_size, max_tokens)
+    n_batches = len(chunk_of(plan, chunk, n_chunks, batch_tokens(inputs.encoded, plan)))
     frames = []
-    stream = iterate_chunk(inputs, batch_size, chunk, n_chunks)
+    stream = iterate_chunk(inputs, batch_size, chunk, n_chunks, max_tokens)
     for rows, batch in tqdm(
         stream, total=n_batches, desc=f"{desc} chunk {chunk + 1}/{n_chunks}", disable=not progress, mininterval=5
     ):

@@ -23,6 +23,8 @@ STAGES = [
     "wiegreffe_pinter",
     "tutek_snajder",
     "results_summary",
+    "cards",
+    "explorer",
 ]
 ALIASES = {
     "results": "results_summary",
@@ -49,6 +51,7 @@ def stages_for(argv: list[str]) -> list[str]:
 def build_parser(stages: list[str] = STAGES) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="attnaudit", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     sub = parser.add_subparsers(dest="command", required=True)
     for stage in stages:
         importlib.import_module(f"attnaudit.{stage}").add_cli(sub)
@@ -65,7 +68,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         args.func(args)
-    except AttnauditError as err:
+    except AttnauditError as err:  # a user-caused failure: the message names the file or key and the fix
+        if args.debug:
+            raise
         logging.getLogger("attnaudit").error("%s", err)
         print(f"attnaudit {args.command}: error: {err}", file=sys.stderr)
         return 2

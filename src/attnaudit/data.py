@@ -11,7 +11,7 @@ import pandas as pd
 import torch
 
 from attnaudit import AttnauditError
-from attnaudit.io import read_json
+from attnaudit.io import read_json, read_parquet
 from attnaudit.models import Batch
 from attnaudit.specials import BOS, EOS, PAD, SPECIALS, UNK  # noqa: F401 (re-exported)
 
@@ -27,6 +27,7 @@ class Encoded:
     guides: list[np.ndarray] | None = None
     teacher_probs: np.ndarray | None = None  # [N, C]
     teacher_attention: list[np.ndarray] | None = None
+    queries: list[np.ndarray] | None = None  # QA/NLI (J&W §3): question/hypothesis ids, one per instance
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -40,12 +41,13 @@ class Encoded:
             guides=None if self.guides is None else [self.guides[i] for i in rows],
             teacher_probs=None if self.teacher_probs is None else self.teacher_probs[rows],
             teacher_attention=None if self.teacher_attention is None else [self.teacher_attention[i] for i in rows],
+            queries=None if self.queries is None else [self.queries[i] for i in rows],
         )
 
 
 def load_examples(dataset_dir: str | Path) -> tuple[pd.DataFrame, dict[str, int]]:
     dataset_dir = Path(dataset_dir)
-    examples = pd.read_parquet(dataset_dir / "examples.parquet")
+    examples = read_parquet(dataset_dir / "examples.parquet")
     vocab = read_json(dataset_dir / "vocab.json")
     return examples, vocab
 
@@ -53,10 +55,11 @@ def load_examples(dataset_dir: str | Path) -> tuple[pd.DataFrame, dict[str, int]
 def encode_split(examples: pd.DataFrame, vocab: dict[str, int], split: str | None) -> Encoded:
     rows = examples if split is None else examples[examples["split"] == split]
     unk = vocab[UNK]
-    sequences = [
-        np.fromiter((vocab.get(t, unk) for t in toks), dtype=np.int64, count=len(toks)) for toks in rows["tokens"]
+    ids = lambda column: [  # noqa: E731
+        np.fromiter((vocab.get(t, unk) for t in toks), dtype=np.int64, count=len(toks)) for toks in rows[column]
     ]
-    return Encoded(rows["id"].tolist(), sequences, rows["label"].to_numpy(dtype=np.int64))
+    queries = ids("query_tokens") if "query_tokens" in rows.columns else None
+    return Encoded(rows["id"].tolist(), ids("tokens"), rows["label"].to_numpy(dtype=np.int64), queries=queries)
 
 
 def pad_ragged(arrays: list[np.ndarray], width: int, dtype, fill=0) -> torch.Tensor:
@@ -76,8 +79,10 @@ def collate(
     guides=None,
     teacher_probs=None,
     teacher_attention=None,
+    queries=None,
 ) -> Batch:
-    """Right-pad id sequences into a :class:`Batch` with an explicit mask (and any per-instance extras)."""
+    """Right-pad id sequences into a :class:`Batch` with an explicit mask (and any per-instance extras; ``queries``:
+    the question/hypothesis id sequences of QA/NLI instances, padded into ``query_tokens``/``query_mask``)."""
     if not sequences:
         raise AttnauditError("cannot build a batch from zero sequences")
     width = max(len(s) for s in sequences)
@@ -85,11 +90,18 @@ def collate(
     mask = torch.from_numpy(np.arange(width)[None, :] < np.array([len(s) for s in sequences])[:, None])
     labels_t = None if labels is None else torch.as_tensor(np.asarray(labels), dtype=torch.long)
     floats = lambda arrays: None if arrays is None else pad_ragged(arrays, width, np.float32)
+    query_tokens = query_mask = None
+    if queries is not None:
+        query_width = max(1, max(len(q) for q in queries))
+        query_tokens = pad_ragged(queries, query_width, np.int64, pad_index)
+        query_mask = torch.from_numpy(np.arange(query_width)[None, :] < np.array([len(q) for q in queries])[:, None])
     return Batch(
         tokens_t,
         mask,
         labels_t,
         list(ids) if ids is not None else [],
+        query_tokens=query_tokens,
+        query_mask=query_mask,
         guide=floats(guides),
         teacher_probs=None
         if teacher_probs is None
@@ -98,17 +110,41 @@ def collate(
     )
 
 
+def split_by_tokens(rows: np.ndarray, lengths: np.ndarray, max_tokens: int | None) -> list[np.ndarray]:
+    """``rows`` as one batch, or, when rows × longest row exceeds ``max_tokens``, as consecutive pieces (by
+    length) that fit (a row longer than the budget alone): memory is bounded by the config, not by the longest
+    document, and a corpus without long documents keeps its batches unchanged."""
+    if not max_tokens or len(rows) * max(1, int(lengths[rows].max(initial=1))) <= max_tokens:
+        return [rows]
+    ordered = rows[np.argsort(lengths[rows], kind="stable")]
+    pieces, start = [], 0
+    while start < len(ordered):
+        stop = start + 1
+        while stop < len(ordered) and (stop + 1 - start) * max(1, int(lengths[ordered[stop]])) <= max_tokens:
+            stop += 1
+        pieces.append(ordered[start:stop])
+        start = stop
+    return pieces
+
+
 def iterate_batches(
-    data: Encoded, batch_size: int, *, shuffle: bool = False, seed: int = 0, bucket: bool = True
+    data: Encoded,
+    batch_size: int,
+    *,
+    shuffle: bool = False,
+    seed: int = 0,
+    bucket: bool = True,
+    max_tokens: int | None = None,
 ) -> Iterator[tuple[np.ndarray, Batch]]:
     """Yield ``(row_indices, batch)``. With ``bucket`` rows are grouped by length (less padding, J&W sort by
-    length too); with ``shuffle`` the bucket order is drawn from ``seed`` so epochs are reproducible."""
+    length too); with ``shuffle`` the bucket order is drawn from ``seed`` so epochs are reproducible; a batch of
+    more than ``max_tokens`` padded tokens is cut into pieces (:func:`split_by_tokens`)."""
+    lengths = np.array([len(s) for s in data.sequences])
     n = len(data)
     order = np.arange(n)
     if shuffle:
         order = np.random.default_rng(seed).permutation(n)
     if bucket:
-        lengths = np.array([len(s) for s in data.sequences])
         # sort within windows of 50 batches: near-uniform lengths per batch, still shuffled across windows
         window = batch_size * 50
         order = (
@@ -125,5 +161,5 @@ def iterate_batches(
     if shuffle:
         starts = [starts[i] for i in np.random.default_rng(seed + 1).permutation(len(starts))]
     for start in starts:
-        rows = order[start : start + batch_size]
-        yield rows, data.batch(rows)
+        for rows in split_by_tokens(order[start : start + batch_size], lengths, max_tokens):
+            yield rows, data.batch(rows)

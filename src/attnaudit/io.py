@@ -3,23 +3,44 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import logging
 import os
+import pickle
+import shutil
 import tempfile
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from attnaudit import AttnauditError
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+#: the mode a plain ``open()`` would give a new file (0644 under the usual umask 022), not mkstemp's 0600, so that
+#: colleagues on a shared cluster can read results
+FILE_MODE = 0o666 & ~_umask()
+#: below this many free bytes a failed write is reported as a full disk
+LOW_SPACE = 64 << 20
+
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; rename it over ``path`` only if the block succeeds.
 
-    A crash or an exception leaves no half-written ``path`` behind.
+    A crash or an exception leaves no half-written ``path`` behind. The file gets the usual mode
+    (:data:`FILE_MODE`). A write that fails because the disk is full (ENOSPC, or torch's "unexpected pos" from a
+    short write) becomes an :class:`AttnauditError` that says so.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -28,10 +49,63 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        os.chmod(tmp_path, FILE_MODE)
         os.replace(tmp_path, path)
+    except (OSError, RuntimeError) as err:
+        if disk_full(err, path.parent):
+            raise AttnauditError(
+                f"no space left on the device holding {path.parent} while writing {path.name} "
+                f"({shutil.disk_usage(path.parent).free >> 20} MiB free): free some space (df -h {path.parent}) "
+                "and rerun the same command; nothing half-written was kept"
+            ) from err
+        raise
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
+
+
+def disk_full(err: BaseException, directory: Path) -> bool:
+    if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    try:
+        return shutil.disk_usage(directory).free < LOW_SPACE
+    except OSError:
+        return False
+
+
+def unreadable(path: str | os.PathLike, err: BaseException) -> AttnauditError:
+    """The one message for an intermediate file that cannot be read."""
+    reason = f"{type(err).__name__}: {err}".splitlines()[0][:200]
+    return AttnauditError(
+        f"{path} is unreadable ({reason}): truncated, or written by another version of attnaudit? "
+        "Delete it and rerun; Snakemake remakes it"
+    )
+
+
+#: what a corrupt parquet / JSON / torch file raises on reading
+READ_ERRORS = (OSError, ValueError, EOFError, RuntimeError, KeyError, pickle.UnpicklingError, zipfile.BadZipFile)
+
+
+def read_parquet(path: str | os.PathLike, **kwargs) -> pd.DataFrame:
+    """``pd.read_parquet`` with a corrupt file named (:func:`unreadable`); a missing file stays FileNotFoundError."""
+    if not Path(path).exists():
+        raise FileNotFoundError(path)
+    try:
+        return pd.read_parquet(path, **kwargs)
+    except READ_ERRORS as err:
+        raise unreadable(path, err) from err
+
+
+def load_torch(path: str | os.PathLike, map_location=None):
+    """``torch.load`` of a file this project wrote (a model), a corrupt file named (:func:`unreadable`)."""
+    import torch
+
+    if not Path(path).exists():
+        raise FileNotFoundError(path)
+    try:
+        return torch.load(path, map_location=map_location, weights_only=False)
+    except READ_ERRORS as err:
+        raise unreadable(path, err) from err
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> None:
@@ -40,7 +114,12 @@ def write_json(path: str | os.PathLike, obj: Any) -> None:
 
 
 def read_json(path: str | os.PathLike) -> Any:
-    return json.loads(Path(path).read_text())
+    path = Path(path)
+    text = path.read_text()
+    try:
+        return json.loads(text)
+    except ValueError as err:
+        raise unreadable(path, err) from err
 
 
 def write_parquet(path: str | os.PathLike, frame: pd.DataFrame) -> None:
@@ -75,7 +154,7 @@ def gather_chunks(paths: list[str | Path], out: str | Path, sort_by: list[str] |
     """Concatenate per-chunk parquets (an audit's instance chunks), rows ordered by ``row`` then ``sort_by``,
     written atomically. Empty chunks (more chunks than batches) are skipped so they cannot change column dtypes.
     Lives here, not with the audits, so a gather job imports pandas only."""
-    frames = [pd.read_parquet(p) for p in paths]
+    frames = [read_parquet(p) for p in paths]
     frames = [f for f in frames if len(f)] or frames[:1]
     frame = pd.concat(frames, ignore_index=True)
     keys = ["row", *(sort_by or [])] if "row" in frame.columns else (sort_by or [])
@@ -83,6 +162,17 @@ def gather_chunks(paths: list[str | Path], out: str | Path, sort_by: list[str] |
         frame = frame.sort_values(keys, kind="stable").reset_index(drop=True)
     write_parquet(out, frame)
     return frame
+
+
+def add_batch_arguments(parser) -> None:
+    """``--batch-size`` and ``--max-batch-tokens`` of every chunked audit (:func:`attnaudit.auditing.batch_plan`)."""
+    parser.add_argument("--batch-size", type=int, default=256, help="instances per batch at most")
+    parser.add_argument(
+        "--max-batch-tokens",
+        type=json_arg,
+        default=None,
+        help='padded tokens per batch at most (instances × longest): a number, or per device {"cpu": 4096, "cuda": …}',
+    )
 
 
 def add_gather_command(subparsers) -> None:

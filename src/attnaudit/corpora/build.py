@@ -75,6 +75,8 @@ def build_corpus(
         source = (
             {"kind": "generated", "generator": "numpy.random.default_rng(seed)"}
             if name == "planted"
+            else {"kind": "user_data", "path": str(opts.get("path"))}  # MIMIC: the user's credentialed folder
+            if spec.user_data
             else {"kind": "user", "path": str((user_corpora or {}).get(name, {}).get("path"))}
         )
     log.info("%s: reading documents", name)
@@ -82,6 +84,8 @@ def build_corpus(
     label_names = list(info.pop("label_names", None) or spec.label_names)
     files = info.pop("files", None) or files
     _check(frame, label_names, name)
+    if spec.query and "query" not in frame.columns:
+        raise AttnauditError(f"corpus {name!r}: a QA/NLI reader must give every document a query")
     manifest: dict[str, Any] = {
         "corpus": name,
         "description": spec.description,

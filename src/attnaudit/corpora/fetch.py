@@ -93,9 +93,18 @@ def _present(item: CorpusFile | CorpusTree, folder: Path) -> bool:
 # --- verification -------------------------------------------------------------------------------------------
 
 
-def verify_file(path: Path, expected: str) -> str:
-    """sha256 of ``path``; raise naming the file and both hashes if it is not ``expected``."""
+def verify_file(path: Path, expected: str | None) -> str:
+    """sha256 of ``path``; raise naming the file and both hashes if it is not ``expected`` (``None``: no checksum
+    is pinned for this file; warn loudly and return the hash, which the manifest records)."""
     actual = sha256_file(path)
+    if expected is None:
+        log.warning(
+            "UNPINNED: %s has no pinned sha256 in the corpus registry; it is NOT verified (sha256 %s recorded in "
+            "the manifest). Check it against the official distribution yourself.",
+            path,
+            actual,
+        )
+        return actual
     if actual != expected.lower():
         raise AttnauditError(
             f"{path}: sha256 mismatch: expected {expected}, actual {actual} "
@@ -142,7 +151,7 @@ def _verify_item(item: CorpusFile | CorpusTree, folder: Path) -> dict:
         "path": item.path,
         "sha256": verify_file(path, item.sha256),
         "bytes": path.stat().st_size,
-        "verified": "pinned sha256",
+        "verified": "pinned sha256" if item.sha256 else "UNPINNED: no published checksum; sha256 recorded only",
     }
 
 
@@ -205,7 +214,7 @@ def download(item: CorpusFile, dest: Path, mirror_dir: Path | None = None) -> No
             try:
                 log.info("downloading %s (try %d/%d)", url, attempt, TRIES)
                 digest = _download_once(url, Path(tmp))
-                if digest != item.sha256:
+                if item.sha256 is not None and digest != item.sha256:
                     raise AttnauditError(
                         f"{url}: sha256 mismatch for {dest.name}: expected {item.sha256}, "
                         f"actual {digest}; nothing was written to {dest}"
@@ -229,7 +238,8 @@ def download(item: CorpusFile, dest: Path, mirror_dir: Path | None = None) -> No
     )
     raise AttnauditError(
         f"{dest.name} is missing: {searched}, and downloading it from {', '.join(item.urls)} failed "
-        f"({'; '.join(dict.fromkeys(errors)) or 'no URL'}). Place the official file (sha256 {item.sha256}) at "
+        f"({'; '.join(dict.fromkeys(errors)) or 'no URL'}). Place the official file "
+        f"(sha256 {item.sha256 or 'not pinned'}) at "
         f"{dest} or in the mirror."
     )
 

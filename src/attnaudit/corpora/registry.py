@@ -20,11 +20,12 @@ from attnaudit.corpora import readers
 
 @dataclass(frozen=True)
 class CorpusFile:
-    """A single file, verified against its pinned ``sha256``."""
+    """A single file, verified against its pinned ``sha256``; ``None`` = no checksum could be established (the
+    file's sha256 is recorded in the manifest with a loud warning instead of being checked)."""
 
     path: str
     urls: tuple[str, ...]
-    sha256: str
+    sha256: str | None
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,8 @@ class CorpusSpec:
     label_names: tuple[str, ...]
     defaults: dict[str, Any]
     options: dict[str, Any] = field(default_factory=dict)
+    query: bool = False  # QA/NLI: documents carry a ``query`` (question/hypothesis) besides the passage ``text``
+    user_data: bool = False  # read from a folder the user supplies (``options.path``; MIMIC), never downloaded
 
 
 def _defaults(
@@ -209,27 +212,135 @@ REGISTRY: dict[str, CorpusSpec] = {
 }
 
 
+# bAbI v1.2 (Weston et al. 2015): the mirror's copy is VinGarcia/bAbI @ c4f149b (the official tarball,
+# tasks_1-20_v1-2.tar.gz, has no published checksum); sha256 values are shared/corpora/MANIFEST.md's, each file
+# checked against its git blob id there. en-10k/qa3 train was too large for the mirror: unpinned.
+_BABI_COMMIT = "c4f149baa4ecc4ba9096d2706e5be845a98680e6"
+_BABI_RAW = f"https://raw.githubusercontent.com/VinGarcia/bAbI/{_BABI_COMMIT}"
+_BABI_SHA256 = {
+    ("en-10k", 1, "train"): "749ea9f7c99070feb2d88c975a254417a0dcc8274add4435ae5ae24c7afc7e9d",
+    ("en-10k", 1, "test"): "55acf66cef2f6d798e2aa1d056e1ec8f24e910ea9215b639450574321132959b",
+    ("en-10k", 2, "train"): "d4074c0c5d54f70ce2f538056ce2b6ef6a313da336da4245f1a24f1298e37ef3",
+    ("en-10k", 2, "test"): "eff93fb9cd81ba02eb765772cf7cc269769ed44ec71cbbbc19cfb16ee5eba0f6",
+    ("en-10k", 3, "test"): "17795c977100baf8188f386522ae301b62d6c1a13efc01b3aea781e588b4d57f",
+    ("en", 3, "train"): "a6e78019f36a02a7ed71fe6aaded0b563ff09c8deec392931801fcd9c6af4d60",
+    ("en", 3, "test"): "17795c977100baf8188f386522ae301b62d6c1a13efc01b3aea781e588b4d57f",
+}
+
+
+def _babi_spec(task: int, size: str = "en-10k") -> CorpusSpec:
+    """bAbI task 1–3 (J&W §3: en-10k, 10,000 train / 1,000 test questions; ``en`` = the 1k version)."""
+    suffix = "" if size == "en-10k" else "_1k"
+    files = tuple(
+        CorpusFile(
+            readers.babi_path(task, split, size),
+            (f"{_BABI_RAW}/{readers.babi_path(task, split, size)}",),
+            _BABI_SHA256.get((size, task, split)),
+        )
+        for split in ("train", "test")
+    )
+    return CorpusSpec(
+        name=f"babi{task}{suffix}",
+        description=f"bAbI v1.2 {size} task {task} ({readers.BABI_TASKS[task]}): passage = the story so far, "
+        "query = the question, answer = a word (J&W §3)",
+        citation="Weston et al., Towards AI-Complete Question Answering: A Set of Prerequisite Toy Tasks, 2015",
+        mirror_dir="babi",
+        files=files,
+        reader=lambda root, options, seed: readers.read_babi(root, task, size),
+        label_names=(),  # the answer vocabulary, from the files (reader info)
+        defaults=_defaults(1, class_weighting=False),
+        query=True,
+    )
+
+
+def _mimic_spec(task: str, description: str, labels: tuple[str, str]) -> CorpusSpec:
+    return CorpusSpec(
+        name=f"mimic_{task}",
+        description=description,
+        citation="Johnson et al., MIMIC-III, a freely accessible critical care database, Scientific Data 2016",
+        mirror_dir=None,
+        files=(),
+        reader=lambda root, options, seed: readers.read_mimic(task, options),
+        label_names=labels,
+        defaults=_defaults(5, dev_fraction=0.15, test_fraction=0.2, class_weighting=True),
+        options=dict(readers.MIMIC_OPTIONS),
+        user_data=True,
+    )
+
+
+REGISTRY.update(
+    {
+        spec.name: spec
+        for spec in [
+            _babi_spec(1),
+            _babi_spec(2),
+            _babi_spec(3),
+            _babi_spec(3, "en"),  # the mirror lacks en-10k qa3 train: the 1k task is runnable here
+            CorpusSpec(
+                name="snli",
+                description="SNLI 1.0: premise attended, hypothesis = query; neutral/contradiction/entailment "
+                "(J&W §3); rows without a gold label dropped",
+                citation="Bowman et al., A large annotated corpus for learning natural language inference, EMNLP 2015",
+                mirror_dir="snli",
+                # no published sha256 for snli_1.0.zip was found: unpinned (the manifest records the file's hash)
+                files=(CorpusFile("snli_1.0.zip", ("https://nlp.stanford.edu/projects/snli/snli_1.0.zip",), None),),
+                reader=_files_only(readers.read_snli),
+                label_names=readers.SNLI_LABELS,
+                defaults=_defaults(3),
+                query=True,
+            ),
+            CorpusSpec(
+                name="cnn",
+                description="CNN cloze QA in Chen et al. (2016)'s format: passage, question, answer among the "
+                "passage's @entity tokens (J&W §3)",
+                citation="Hermann et al., Teaching Machines to Read and Comprehend, NeurIPS 2015; Chen, Bolton & "
+                "Manning, A Thorough Examination of the CNN/Daily Mail Reading Comprehension Task, ACL 2016",
+                mirror_dir="cnn",
+                # Chen et al.'s cnn.tar.gz has no published sha256: unpinned; place cnn/{train,dev,test}.txt
+                files=tuple(
+                    CorpusFile(f"cnn/{split}.txt", (), None)  # from http://cs.stanford.edu/~danqi/data/cnn.tar.gz
+                    for split in ("train", "dev", "test")
+                ),
+                reader=_files_only(readers.read_cnn),
+                label_names=(),
+                defaults=_defaults(8),
+                query=True,
+            ),
+            _mimic_spec(
+                "diabetes",
+                "MIMIC-III discharge summaries: labelled with ICD-9 250.xx diabetes or not (J&W §3)",
+                ("no_diabetes", "diabetes"),
+            ),
+            _mimic_spec(
+                "anemia",
+                "MIMIC-III discharge summaries of anemia patients: acute (285.1) vs chronic (285.2x) (J&W §3)",
+                ("acute", "chronic"),
+            ),
+        ]
+    }
+)
+
+
 def user_spec(name: str, config: Any) -> CorpusSpec:
-    """A CorpusSpec for a user's own CSV/JSONL corpus declared in config (``user_corpora.<name>``)."""
+    """A CorpusSpec for a user's own CSV/JSONL corpus declared in config (``corpora.user.<name>``)."""
     if name in REGISTRY:
-        raise AttnauditError(f"user_corpora.{name}: the name collides with a built-in corpus; rename it")
+        raise AttnauditError(f"corpora.user.{name}: the name collides with a built-in corpus; rename it")
     if not isinstance(config, dict):
-        raise AttnauditError(f"user_corpora.{name}: expected a mapping with keys {sorted(readers.USER_KEYS)}")
+        raise AttnauditError(f"corpora.user.{name}: expected a mapping with keys {sorted(readers.USER_KEYS)}")
     unknown = set(config) - readers.USER_KEYS
     if unknown:
         raise AttnauditError(
-            f"user_corpora.{name}: unknown key(s) {sorted(unknown)}; valid keys are {sorted(readers.USER_KEYS)}"
+            f"corpora.user.{name}: unknown key(s) {sorted(unknown)}; valid keys are {sorted(readers.USER_KEYS)}"
         )
     missing = [k for k in readers.USER_REQUIRED if not config.get(k)]
     if missing:
-        raise AttnauditError(f"user_corpora.{name}: missing required key(s) {missing}")
-    if config["format"] not in ("csv", "jsonl"):
-        raise AttnauditError(f"user_corpora.{name}.format: expected 'csv' or 'jsonl', got {config['format']!r}")
+        raise AttnauditError(f"corpora.user.{name}: missing required key(s) {missing}")
+    readers.user_format(name, config)
     extra = config.get("defaults") or {}
     base = _defaults(1, dev_fraction=0.2, test_fraction=0.2)
     if set(extra) - set(base):
         raise AttnauditError(
-            f"user_corpora.{name}.defaults: unknown key(s) {sorted(set(extra) - set(base))}; "
+            f"corpora.user.{name}.defaults: unknown key(s) {sorted(set(extra) - set(base))}; "
             f"valid keys are {sorted(base)}"
         )
     return CorpusSpec(

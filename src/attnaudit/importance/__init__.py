@@ -84,7 +84,7 @@ def add_cli(subparsers) -> None:
     """``python -m attnaudit importance {score,gather}``: the importance stage (:mod:`._stage`)."""
     import json
 
-    from attnaudit.io import add_gather_command
+    from attnaudit.io import add_batch_arguments, add_gather_command
 
     parser = subparsers.add_parser("importance", help="per-instance scores of one importance method")
     sub = parser.add_subparsers(dest="importance_command", required=True)
@@ -95,7 +95,7 @@ def add_cli(subparsers) -> None:
     p.add_argument("--model-dir", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--split", default="test")
-    p.add_argument("--batch-size", type=int, default=64)
+    add_batch_arguments(p)
     p.add_argument("--chunk", type=int, default=0)
     p.add_argument("--n-chunks", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
@@ -112,6 +112,7 @@ def add_cli(subparsers) -> None:
             json.loads(a.options),
             split=a.split,
             batch_size=a.batch_size,
+            max_tokens=a.max_batch_tokens,
             chunk=a.chunk,
             n_chunks=a.n_chunks,
             seed=a.seed,

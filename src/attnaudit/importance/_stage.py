@@ -21,6 +21,7 @@ import torch
 from attnaudit import AttnauditError
 from attnaudit.auditing import load_audit_inputs, run_chunked
 from attnaudit.importance import METHODS, ImportanceMethod, UnsupportedArchitecture, get_method
+from attnaudit.io import read_parquet
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +60,7 @@ def score(
     *,
     split: str = "test",
     batch_size: int = 64,
+    max_tokens: int | None = None,
     chunk: int = 0,
     n_chunks: int = 1,
     seed: int = 0,
@@ -105,6 +107,7 @@ def score(
         per_batch,
         out,
         batch_size=batch_size,
+        max_tokens=max_tokens,
         chunk=chunk,
         n_chunks=n_chunks,
         desc=f"importance {method}",
@@ -118,5 +121,5 @@ def score(
 
 def read_scores(paths: list[str]) -> pd.DataFrame:
     """Several methods' gathered importance parquets as one long frame (``row, id, method, scores, …``)."""
-    frames = [pd.read_parquet(p) for p in paths]
+    frames = [read_parquet(p) for p in paths]
     return pd.concat(frames, ignore_index=True).sort_values(["row"], kind="stable").reset_index(drop=True)

@@ -1,9 +1,12 @@
 """Deletion leave-one-out importance of Jain & Wallace (2019), Algorithm 1: Δŷ_t = TVD(ŷ(x₋t), ŷ(x)).
 
-x₋t is x with token t *removed* (not masked or replaced) and the shorter sequence re-encoded. All Σ_b T_b
-deletions of a batch are built as one ``[Σ_b T_b, T−1]`` tensor and go through the model in one forward pass
-(split into slices only if it holds more than ``max_tokens`` token positions, for very long documents). Deleting
-the only token of a one-token instance leaves nothing to encode: that score is NaN.
+x₋t is x with token t *removed* (not masked or replaced) and the shorter sequence re-encoded. The deletions of a
+batch form a (deleted position × instance) grid. A one-layer BiLSTM with learned attention resumes from the states
+a deletion leaves unchanged (:mod:`attnaudit.models.deletions`); other models re-encode every shorter sequence,
+in slices of at most ``max_tokens`` token positions (all at once for sentences, a few positions at a time for
+long documents).
+Deleting the only token of a one-token instance leaves nothing to encode: that score is NaN. Written by hand:
+no maintained library implements deletion (rather than masking) leave-one-out.
 """
 
 import torch
@@ -11,22 +14,50 @@ import torch
 from attnaudit.importance import ImportanceMethod, register
 from attnaudit.metrics import tvd
 from attnaudit.models import Batch
+from attnaudit.models import deletions as deletions_module
 
 
-def deletions(batch: Batch) -> tuple[Batch, torch.Tensor, torch.Tensor]:
-    """Every single-token deletion of every instance: ``(deleted batch [N, T−1], b, t)`` with N = Σ_b T_b,
-    row n = instance ``b[n]`` without its token ``t[n]`` (rows ordered by instance, then position)."""
+def deletions(batch: Batch, first: int = 0, last: int | None = None) -> tuple[Batch, torch.Tensor, torch.Tensor]:
+    """Every instance with one of its positions ``first..last−1`` deleted: ``(deleted batch [N, T−1], b, t)`` in
+    position-major order (row n = instance ``b[n]`` without its token ``t[n]``, N = (last − first)·B). Rows with
+    t beyond an instance's length delete nothing real (they are ignored); a one-token instance's deletion is a
+    placeholder row (scored NaN)."""
     tokens, mask = batch.tokens, batch.mask
-    b, t = mask.nonzero(as_tuple=True)
-    width = tokens.shape[1] - 1
-    j = torch.arange(width, device=tokens.device)
+    n_batch, width = tokens.shape
+    last = width if last is None else last
+    t = torch.arange(first, last, device=tokens.device).repeat_interleave(n_batch)
+    b = torch.arange(n_batch, device=tokens.device).repeat(last - first)
+    j = torch.arange(width - 1, device=tokens.device)
     source = j[None, :] + (j[None, :] >= t[:, None]).long()  # skip position t
-    remaining = mask.sum(dim=1)[b] - 1
+    remaining = (mask.sum(dim=1)[b] - 1).clamp_min(0)
     deleted_mask = j[None, :] < remaining[:, None]
-    empty = remaining == 0
-    if width > 0:
-        deleted_mask[empty, 0] = True  # placeholder row (a pad token), scored NaN below
+    if width > 1:
+        deleted_mask[remaining == 0, 0] = True  # placeholder (a pad token): nothing is left to encode
     return batch.with_positions(b, source, deleted_mask), b, t
+
+
+def deletion_logits(model, batch: Batch, max_tokens: int) -> torch.Tensor:
+    """Logits ``[T, B, C]`` of every instance with its token t deleted, for every position t (entries beyond an
+    instance's length unspecified). A one-layer BiLSTM with learned attention resumes from the states a deletion
+    leaves unchanged, all deletions at once (:mod:`attnaudit.models.deletions`); any other model re-encodes every
+    shorter sequence, in slices of at most ``max_tokens`` token positions."""
+    n_batch, width = batch.tokens.shape
+    if deletions_module.supports(model, batch):
+        return deletions_module.deletion_logits(model, batch, 0, width)
+    per_slice = max(1, max_tokens // (n_batch * (width - 1)))
+    pieces = []
+    for first in range(0, width, per_slice):
+        last = min(width, first + per_slice)
+        deleted, _, _ = deletions(batch, first, last)
+        pieces.append(model(deleted).logits.view(last - first, n_batch, -1))
+    return torch.cat(pieces)
+
+
+def per_position(values: torch.Tensor, batch: Batch) -> torch.Tensor:
+    """``[T, B]`` per deleted position → ``[B, T]`` scores: 0 on padding, NaN for a one-token instance (nothing
+    is left to encode after its deletion)."""
+    scores = values.t().masked_fill(~batch.mask, 0.0)
+    return scores.masked_fill(batch.mask & (batch.lengths == 1)[:, None], float("nan"))
 
 
 @register
@@ -35,21 +66,13 @@ class LeaveOneOut(ImportanceMethod):
     signed = False
     citation = "Jain & Wallace 2019, Algorithm 1 (deletion leave-one-out, TVD)"
 
-    def __init__(self, max_tokens: int = 1 << 21):
-        self.max_tokens = int(max_tokens)
+    def __init__(self, max_tokens: int = 1 << 18):
+        self.max_tokens = int(max_tokens)  # token positions per forward pass when re-encoding deletions
 
     @torch.no_grad()
     def attribute(self, model, batch):
         probs = model(batch).probs
-        scores = torch.zeros(batch.mask.shape, dtype=probs.dtype, device=probs.device)
         if batch.tokens.shape[1] < 2:  # every instance has one token: nothing is left after a deletion
-            return scores.masked_fill(batch.mask, float("nan"))
-        deleted, b, t = deletions(batch)
-        rows = max(1, self.max_tokens // deleted.tokens.shape[1])
-        deleted_probs = torch.cat(
-            [model(deleted.select(slice(start, start + rows))).probs for start in range(0, len(b), rows)]
-        )
-        delta = tvd(deleted_probs, probs[b])
-        delta = delta.masked_fill(batch.mask.sum(dim=1)[b] == 1, float("nan"))  # nothing left to encode
-        scores[b, t] = delta
-        return scores
+            return torch.zeros(batch.mask.shape, dtype=probs.dtype).masked_fill(batch.mask, float("nan"))
+        deleted = torch.softmax(deletion_logits(model, batch, self.max_tokens), dim=-1)  # [T, B, C]
+        return per_position(tvd(deleted, probs[None]), batch)

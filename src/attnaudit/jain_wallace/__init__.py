@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from attnaudit.io import add_gather_command  # pandas only: a gather job needs no torch
+from attnaudit.io import add_batch_arguments, add_gather_command  # pandas only: a gather job needs no torch
 from attnaudit.io import json_arg as _json
 
 
@@ -39,7 +39,7 @@ def add_cli(subparsers) -> None:
     a.add_argument("--chunk", type=int, default=0)
     a.add_argument("--n-chunks", type=int, default=1)
     a.add_argument("--split", default="test")
-    a.add_argument("--batch-size", type=int, default=64)
+    add_batch_arguments(a)
     a.add_argument("--seed", type=int, default=0)
     a.add_argument("--options", default="{}", help="JSON: the jain_wallace config block")
     a.add_argument("--threads", type=int, default=1)
@@ -107,6 +107,7 @@ def _audit(args) -> None:
         n_chunks=args.n_chunks,
         split=args.split,
         batch_size=args.batch_size,
+        max_tokens=args.max_batch_tokens,
         seed=args.seed,
         options=_json(args.options),
         threads=args.threads,

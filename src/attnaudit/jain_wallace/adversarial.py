@@ -88,6 +88,49 @@ def relaxed_objective(alpha, alpha_hat, probs, probs_hat, epsilon: float, lam: f
     return divergence - lam * violation
 
 
+def log_clamped(x: torch.Tensor) -> torch.Tensor:
+    return torch.log(x.clamp_min(torch.finfo(x.dtype).tiny))
+
+
+def objective_gradient(alpha, alpha_hat, token_logits, probs_hat, epsilon: float, lam: float) -> torch.Tensor:
+    """∂f/∂α ``[B, k, T]`` of the relaxed Eq. 1–2 (:func:`relaxed_objective`) for a linear decoder, in closed form.
+
+    With m = (p + q)/2, ∂JSD(p, q)/∂p = ½(ln p − ln m), and the cross term weighs each ordered pair 1/(k(k−1)).
+    The penalty goes through ŷ⁽ⁱ⁾ = softmax(α⁽ⁱ⁾L) with the per-token logits L (T&Š Eq. 9): ∂TVD/∂ŷ =
+    ½ sign(ŷ⁽ⁱ⁾ − ŷ) where TVD > ε, the softmax Jacobian ŷ ⊙ (g − ⟨ŷ, g⟩), then Lᵀ. Written by hand because
+    autograd's per-operation overhead dominates at these sizes (a test compares it with autograd on
+    :func:`relaxed_objective`)."""
+    k = alpha.shape[1]
+    log_alpha = log_clamped(alpha)
+    gradient = 0.5 * (log_alpha - log_clamped(0.5 * (alpha + alpha_hat[:, None, :])))
+    if k > 1:
+        pairs = pair_means(k, alpha.dtype, alpha.device)  # [P, k]: row (i, j) averages adversaries i and j
+        between = log_clamped(torch.matmul(pairs, alpha))  # [B, P, T], ln m_ij per unordered pair
+        summed = torch.matmul(2.0 * pairs.t(), between)  # Σ_{j≠i} ln m_ij: each pair to both of its adversaries
+        gradient = gradient + ((k - 1) * log_alpha - summed) / (k * (k - 1))
+    probs = torch.softmax(torch.bmm(alpha, token_logits), dim=-1)  # [B, k, C]
+    difference = probs - probs_hat[:, None, :]
+    violated = 0.5 * difference.abs().sum(dim=-1, keepdim=True) > epsilon
+    g_probs = torch.sign(difference).mul_(0.5 * violated)
+    g_logits = probs * (g_probs - (probs * g_probs).sum(dim=-1, keepdim=True))
+    return gradient - lam * torch.bmm(g_logits, token_logits.transpose(1, 2))
+
+
+def pair_means(k: int, dtype, device) -> torch.Tensor:
+    """``[k(k−1)/2, k]``: ½ at the two adversaries of each unordered pair (i < j), 0 elsewhere."""
+    first, second = torch.triu_indices(k, k, offset=1, device=device)
+    pairs = torch.zeros(len(first), k, dtype=dtype, device=device)
+    rows = torch.arange(len(first), device=device)
+    pairs[rows, first] = 0.5
+    pairs[rows, second] = 0.5
+    return pairs
+
+
+def softmax_backward(alpha: torch.Tensor, gradient: torch.Tensor) -> torch.Tensor:
+    """∂/∂θ of a function of α = softmax(θ) given its gradient in α: α ⊙ (g − ⟨α, g⟩)."""
+    return alpha * (gradient - (alpha * gradient).sum(dim=-1, keepdim=True))
+
+
 def find_adversaries(
     model,
     hidden,
@@ -110,15 +153,26 @@ def find_adversaries(
     mask = support[:, None, :]
     theta = initial_logits(seeds, k, support.shape[1], init_scale).to(hidden)
     theta.requires_grad_(True)
-    optimiser = torch.optim.Adam([theta], lr=lr, amsgrad=amsgrad)
-    with frozen(model), torch.enable_grad():
-        for _ in range(steps):
-            alpha = masked_softmax(theta, mask)
-            probs = torch.softmax(model.decode(hidden, alpha, query), dim=-1)
-            loss = -relaxed_objective(alpha, alpha_hat, probs, probs_hat, epsilon, lam).sum()
-            optimiser.zero_grad(set_to_none=True)
-            loss.backward()
-            optimiser.step()
+    if getattr(model, "linear_decoder", False):  # closed-form gradient on the per-token logits
+        optimiser = torch.optim.Adam([theta], lr=lr, amsgrad=amsgrad, fused=True)  # one kernel per step
+        with torch.no_grad():
+            token_logits = model.token_logits(hidden, query)  # [B, T, C]
+            outside = torch.zeros_like(theta[:, :1]).masked_fill_(~mask, float("-inf"))  # softmax on the support
+            for _ in range(steps):
+                alpha = torch.softmax(theta + outside, dim=-1)
+                ascent = objective_gradient(alpha, alpha_hat, token_logits, probs_hat, epsilon, lam)
+                theta.grad = -softmax_backward(alpha, ascent)
+                optimiser.step()
+    else:
+        optimiser = torch.optim.Adam([theta], lr=lr, amsgrad=amsgrad)
+        with frozen(model), torch.enable_grad():
+            for _ in range(steps):
+                alpha = masked_softmax(theta, mask)
+                probs = torch.softmax(model.decode(hidden, alpha, query), dim=-1)
+                loss = -relaxed_objective(alpha, alpha_hat, probs, probs_hat, epsilon, lam).sum()
+                optimiser.zero_grad(set_to_none=True)
+                loss.backward()
+                optimiser.step()
     with torch.no_grad():
         alpha = masked_softmax(theta.detach(), mask)
         probs = torch.softmax(model.decode(hidden, alpha, query), dim=-1)

@@ -38,3 +38,12 @@ def instance_columns(batch: Batch, probs: torch.Tensor) -> dict:
         "predicted_class": probs.argmax(dim=-1).cpu().numpy(),
         "n_tokens": batch.lengths.cpu().numpy(),
     }
+
+
+def sample_logits(model, hidden: torch.Tensor, alpha: torch.Tensor, query: torch.Tensor | None) -> torch.Tensor:
+    """Logits ``[B, S, C]`` for S attention distributions per instance ``alpha [B, S, T]`` with h fixed. A linear
+    decoder is applied to each state once, Dec(Σ_t α_t h_t) = Σ_t α_t (W h_t + b) (T&Š Eq. 9), so the S samples
+    cost a ``[S, T] × [T, C]`` product instead of ``[S, T] × [T, m]`` then the decoder."""
+    if getattr(model, "linear_decoder", False) and not model.training:
+        return torch.bmm(alpha, model.token_logits(hidden, query))
+    return model.decode(hidden, alpha, query)

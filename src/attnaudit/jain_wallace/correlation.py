@@ -17,7 +17,7 @@ import pandas as pd
 
 from attnaudit import AttnauditError
 from attnaudit.data import encode_split, load_examples
-from attnaudit.io import write_parquet
+from attnaudit.io import read_parquet, write_parquet
 from attnaudit.masks import marker_ids
 from attnaudit.metrics import kendall_tau
 
@@ -82,7 +82,7 @@ def run(
     opts = resolve(options)["correlation"]
     scores = {}
     for path in importance_paths:
-        frame = pd.read_parquet(path)
+        frame = read_parquet(path)
         scores[str(frame["method"].iloc[0])] = frame
     missing = [m for m in opts["methods"] if m not in scores]
     if missing:

@@ -20,6 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from attnaudit.io import read_parquet  # noqa: E402
 from attnaudit.metrics import LN2  # noqa: E402
 from attnaudit.plotting import attention_violins, class_colour, save_figure  # noqa: E402
 
@@ -156,7 +157,7 @@ def write_figures(
     """All J&W figures of one dataset; ``paths``: audit → its gathered parquet per model, in ``models`` order;
     ``variants``: model → its sheet fields (encoder, attention) for Fig. 8's pooling."""
     out = Path(out_dir)
-    load = lambda audit: {m: pd.read_parquet(p) for m, p in zip(models, paths[audit], strict=True)}
+    load = lambda audit: {m: read_parquet(p) for m, p in zip(models, paths[audit], strict=True)}
     correlation, permutation, adversarial = load("correlation"), load("permutation"), load("adversarial")
     tau_bins = np.linspace(-1, 1, 41)
     _histograms(

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from attnaudit.io import write_text
+from attnaudit.io import read_parquet, write_text
 
 log = logging.getLogger(__name__)
 
@@ -85,9 +85,9 @@ def write_heatmaps(
     epsilon: float = 0.01,
     seed: int = 0,
 ) -> None:
-    adversarial = pd.read_parquet(adversarial_path)
+    adversarial = read_parquet(adversarial_path)
     chosen = select_instances(adversarial, n, how, seed)
-    examples = pd.read_parquet(Path(dataset_dir) / "examples.parquet", columns=["id", "tokens"])
+    examples = read_parquet(Path(dataset_dir) / "examples.parquet", columns=["id", "tokens"])
     wanted = set(chosen["id"])
     tokens_by_id = {i: list(t) for i, t in zip(examples["id"], examples["tokens"]) if i in wanted}
     write_text(out, render(dataset, model, chosen, tokens_by_id, epsilon))

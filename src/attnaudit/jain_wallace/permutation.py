@@ -2,9 +2,10 @@
 
 For each instance, P (default 100) random permutations α_p of the observed attention α̂ over its real non-marker
 positions (``exclude_markers``; marker weights stay in place) go through the decoder with the encoder states h
-fixed, ŷ_p = Dec(h, α_p), and Δŷ_p = TVD(ŷ_p, ŷ). All B·P permuted distributions of a batch are one
-``model.decode(h, α [B, P, T])`` call. Permutations come from a counter-based hash of
-``instance_seed(seed, id)`` (:mod:`attnaudit.jain_wallace.rng`), so they do not depend on batching or chunking.
+fixed, ŷ_p = Dec(h, α_p), and Δŷ_p = TVD(ŷ_p, ŷ). All B·P permuted distributions of a batch are one product
+with the per-token logits (:func:`~attnaudit.jain_wallace.common.sample_logits`). Permutations come from a
+counter-based hash of ``instance_seed(seed, id)`` (:mod:`attnaudit.jain_wallace.rng`), so they do not depend on
+batching or chunking.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import numpy as np
 import torch
 
 from attnaudit.jain_wallace import rng
-from attnaudit.jain_wallace.common import Context, batch_seeds, instance_columns
+from attnaudit.jain_wallace.common import Context, batch_seeds, instance_columns, sample_logits
 from attnaudit.masks import content_mask
 from attnaudit.metrics import tvd
 
@@ -45,7 +46,7 @@ def permute(alpha: torch.Tensor, permutable: torch.Tensor, seeds: torch.Tensor, 
 def deltas_given_h(model, out, seeds: torch.Tensor, n: int, permutable: torch.Tensor) -> torch.Tensor:
     """Δŷ [B, n] from the model output of a batch (h, α̂, ŷ): permute, decode once, TVD."""
     alphas = permute(out.attention, permutable, seeds, n)
-    probs = torch.softmax(model.decode(out.hidden, alphas, out.query), dim=-1)  # [B, n, C]
+    probs = torch.softmax(sample_logits(model, out.hidden, alphas, out.query), dim=-1)  # [B, n, C]
     return tvd(probs, out.probs[:, None, :])
 
 

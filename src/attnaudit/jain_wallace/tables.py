@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from attnaudit.io import write_text
+from attnaudit.io import read_parquet, write_text
 from attnaudit.jain_wallace.correlation import method_pairs, pair_name
 from attnaudit.jain_wallace.options import resolve
 
@@ -49,7 +49,21 @@ JW_TABLE2 = {
         0: ((0.47, 0.05, 1.00), (0.77, 0.02, 1.00), (0.46, 0.05, 1.00)),
         1: ((0.46, 0.06, 1.00), (0.77, 0.03, 1.00), (0.47, 0.06, 1.00)),
     },
+    # QA/NLI rows (J&W Table 2, bottom): bAbI and CNN are reported over all instances ("all"), SNLI per class
+    # (0 neutral, 1 contradiction, 2 entailment). babi3_1k (the 1k task 3, runnable from the mirror) is compared
+    # with J&W's en-10k task 3.
+    "babi1": {"all": ((0.25, 0.16, 0.55), (0.72, 0.12, 0.99), (0.16, 0.14, 0.28))},
+    "babi2": {"all": ((-0.02, 0.14, 0.27), (0.68, 0.06, 1.00), (-0.01, 0.13, 0.27))},
+    "babi3": {"all": ((0.24, 0.11, 0.87), (0.61, 0.13, 1.00), (0.26, 0.10, 0.89))},
+    "cnn": {"all": ((0.24, 0.07, 0.99), (0.50, 0.10, 1.00), (0.20, 0.07, 0.98))},
+    "snli": {
+        0: ((0.31, 0.23, 0.36), (0.59, 0.18, 0.80), (0.16, 0.26, 0.20)),
+        1: ((0.33, 0.21, 0.38), (0.58, 0.19, 0.80), (0.36, 0.19, 0.44)),
+        2: ((0.31, 0.21, 0.36), (0.57, 0.19, 0.80), (0.34, 0.20, 0.40)),
+    },
 }
+JW_TABLE2["babi3_1k"] = JW_TABLE2["babi3"]
+ALL_CLASSES = -1  # predicted_class of the rows over every instance (J&W's "Overall" for bAbI, CNN)
 # the three column groups of Table 2: (measure, J&W encoder, our pair)
 JW_MEASURES = (
     ("tau_g", "lstm", "attention~gradient"),
@@ -65,7 +79,9 @@ def _load(runs: list[dict], audit: str) -> pd.DataFrame:
         identity = {"dataset": run["dataset"], "model": run["model"], "selection": run.get("selection", "")}
         identity.update({k: run.get(k, "") for k in ("encoder", "attention", "regulariser")})
         identity["seed"] = run.get("seed", -1)
-        frames.append(pd.read_parquet(run[audit]).assign(**identity))
+        if "epsilon" in run:  # per-dataset ε (datasets.<name>.jain_wallace.adversarial.epsilon; J&W: 0.05 for QA)
+            identity["epsilon"] = run["epsilon"]
+        frames.append(read_parquet(run[audit]).assign(**identity))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
@@ -140,7 +156,7 @@ def adversarial_table(frame: pd.DataFrame, options: dict) -> pd.DataFrame:
                 "no_valid_fraction": np.mean(group["n_valid"].to_numpy() == 0),
                 "valid_adversary_fraction": valid.mean() if valid.size else np.nan,
                 "max_attention_mean": group["max_attention"].mean(),
-                "epsilon": opts["epsilon"],
+                "epsilon": group["epsilon"].iloc[0] if "epsilon" in group else opts["epsilon"],
                 "k": opts["k"],
                 "no_valid": opts["no_valid"],
             }
@@ -148,9 +164,18 @@ def adversarial_table(frame: pd.DataFrame, options: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def overall_rows(frame: pd.DataFrame, options: dict, datasets: list[str]) -> pd.DataFrame:
+    """:func:`correlation_table` over every instance of ``datasets`` (predicted_class = :data:`ALL_CLASSES`)."""
+    chosen = frame[frame["dataset"].isin(datasets)] if len(frame) else frame
+    if not len(chosen):
+        return pd.DataFrame()
+    return correlation_table(chosen.assign(predicted_class=ALL_CLASSES), options)
+
+
 def table2(correlation: pd.DataFrame, corpora: dict[str, str]) -> pd.DataFrame:
     """Our τ_g (BiLSTM, Average) and τ_loo (BiLSTM) per predicted class next to J&W Table 2 (their additive
-    attention; every attention variant of ours with the matching encoder is listed)."""
+    attention; every attention variant of ours with the matching encoder is listed). Rows of class
+    :data:`ALL_CLASSES` (in ``correlation`` for QA datasets) are compared with J&W's overall numbers."""
     rows = []
     for dataset, corpus in corpora.items():
         reference = JW_TABLE2.get(corpus, {})
@@ -160,8 +185,11 @@ def table2(correlation: pd.DataFrame, corpora: dict[str, str]) -> pd.DataFrame:
                 & (correlation["encoder"] == encoder)
                 & (correlation["pair"] == pair)
             ]
+            if "all" in reference:  # QA: J&W report every instance pooled; per-class rows stay in correlation.csv
+                ours = ours[ours["predicted_class"] == ALL_CLASSES]
             for _, row in ours.iterrows():
-                jw = reference.get(int(row["predicted_class"]))
+                klass = int(row["predicted_class"])
+                jw = reference.get("all" if klass == ALL_CLASSES else klass)
                 jw = jw[measure_index] if jw else (np.nan, np.nan, np.nan)
                 rows.append(
                     {
@@ -200,7 +228,8 @@ def table2_markdown(frame: pd.DataFrame, options: dict) -> str:
     fmt = lambda x: "–" if pd.isna(x) else f"{x:.2f}"  # noqa: E731
     for _, r in frame.iterrows():
         lines.append(
-            f"| {r['dataset']} | {r['measure']} | {r['encoder']} | {r['model']} | {r['predicted_class']} | "
+            f"| {r['dataset']} | {r['measure']} | {r['encoder']} | {r['model']} | "
+            f"{'all' if r['predicted_class'] == ALL_CLASSES else r['predicted_class']} | "
             f"{fmt(r['ours_mean'])} ± {fmt(r['ours_std'])} | {fmt(r['ours_significant_fraction'])} | "
             f"{r['ours_n']} | {fmt(r['jw_mean'])} ± {fmt(r['jw_std'])} | {fmt(r['jw_significant_fraction'])} |"
         )
@@ -275,6 +304,10 @@ def write_tables(runs: list[dict], out_dir: str | Path, options: dict | None = N
         "adversarial": adversarial_table(_load(runs, "adversarial"), opts),
     }
     corpora = {r["dataset"]: r.get("corpus", r["dataset"]) for r in runs}
+    overall = [d for d, c in corpora.items() if "all" in JW_TABLE2.get(c, {})]  # QA: J&W report all instances
+    if overall:
+        extra = overall_rows(_load([r for r in runs if r["dataset"] in overall], "correlation"), opts, overall)
+        tables["correlation"] = pd.concat([tables["correlation"], extra], ignore_index=True)
     tables["table2"] = table2(tables["correlation"], corpora)
     tables["seeds"] = seeds_table(tables["correlation"], corpora)
     for name, frame in tables.items():

@@ -40,8 +40,15 @@ def save_model(path, model: AttentionClassifier, extra: dict | None = None) -> N
 
 def load_model(path, device: torch.device | str = "cpu") -> AttentionClassifier:
     """Rebuild any saved variant from its ``model.pt`` alone (guided models also carry their guides)."""
-    payload = torch.load(path, map_location=device, weights_only=False)
-    model = AttentionClassifier(ModelConfig(**payload["config"]))
+    from attnaudit.io import load_torch
+
+    payload = load_torch(path, map_location=device)
+    if payload["config"].get("kind") == "qa":  # QA/NLI (J&W §3): attnaudit.models.qa
+        from attnaudit.models.qa import QAConfig, QAModel
+
+        model = QAModel(QAConfig(**payload["config"]))
+    else:
+        model = AttentionClassifier(ModelConfig(**payload["config"]))
     model.load_state_dict(payload["state_dict"])
     model.guides = payload.get("guides")
     return model.to(device).eval()

@@ -28,6 +28,8 @@ from attnaudit.models.encoders import build_encoder
 class AttentionClassifier(nn.Module):
     """Embedding → encoder → attention → linear decoder on h_α = Σ_t α̂_t h_t (J&W §2, Appendix A)."""
 
+    linear_decoder = True  # Dec(Σ_t α_t h_t) = Σ_t α_t token_logits(h)_t: the audits' fast paths rely on it
+
     def __init__(self, cfg: ModelConfig, embeddings: torch.Tensor | None = None):
         super().__init__()
         self.cfg = cfg
@@ -53,12 +55,14 @@ class AttentionClassifier(nn.Module):
 
     def encode(self, embedded: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Hidden states h_t: the encoder's states, with the embedding concatenated or added (T&Š §3.1)."""
-        states = self.encoder(embedded, mask)
-        if self.cfg.hidden_mode == "concat":
-            return torch.cat([states, embedded * mask[:, :, None].to(embedded.dtype)], dim=-1)
-        if self.cfg.hidden_mode == "residual":
-            return states + embedded * mask[:, :, None].to(embedded.dtype)
-        return states
+        return self._with_embeddings(self.encoder(embedded, mask), embedded, mask)
+
+    def _with_embeddings(self, states: torch.Tensor, embedded: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """T&Š §3.1: h = [rnn(e); e] (``concat``) or e + rnn(e) (``residual``); the encoder states otherwise."""
+        if self.cfg.hidden_mode == "plain":
+            return states
+        kept = embedded * mask[:, :, None].to(embedded.dtype)
+        return torch.cat([states, kept], dim=-1) if self.cfg.hidden_mode == "concat" else states + kept
 
     def encode_query(self, batch: Batch) -> torch.Tensor | None:
         """Query vector for QA/NLI models; single-sequence classifiers have none (learned query inside φ)."""

@@ -33,11 +33,15 @@ class LSTMEncoder(nn.Module):
         # torch.lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
         return torch.lstm(inputs, (zeros, zeros), weights, True, 1, 0.0, self.training, False, True)[0]
 
-    def forward(self, embedded: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        width = embedded.shape[1]
+    @staticmethod
+    def reversal(mask: torch.Tensor) -> torch.Tensor:
+        """``[B, T, 1]`` index that reverses each sequence within its own length (an involution)."""
         lengths = mask.sum(dim=1, keepdim=True)
-        positions = torch.arange(width, device=embedded.device)[None, :]
-        reverse = torch.where(positions < lengths, lengths - 1 - positions, positions)[:, :, None]  # an involution
+        positions = torch.arange(mask.shape[1], device=mask.device)[None, :]
+        return torch.where(positions < lengths, lengths - 1 - positions, positions)[:, :, None]
+
+    def forward(self, embedded: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        reverse = self.reversal(mask)
         states = embedded
         for layer in range(self.rnn.num_layers):
             forward = self._direction(states, self.weights(layer, False))
@@ -45,6 +49,12 @@ class LSTMEncoder(nn.Module):
             backward = backward.gather(1, reverse.expand_as(backward))
             states = torch.cat([forward, backward], dim=-1) * mask[:, :, None].to(embedded.dtype)
         return states
+
+    @property
+    def reuses_deletion_states(self) -> bool:
+        """Deletions can resume from the original states (:mod:`attnaudit.models.deletions`) for one layer only: a
+        second layer reads backward states that change before the deleted token."""
+        return self.rnn.num_layers == 1 and not self.training
 
 
 class CNNEncoder(nn.Module):

@@ -17,7 +17,7 @@ Faithfulness runs per instance chunk (:mod:`attnaudit.auditing`) and ``gather`` 
 
 from __future__ import annotations
 
-from attnaudit.io import add_gather_command  # pandas only: a gather job needs no torch
+from attnaudit.io import add_batch_arguments, add_gather_command  # pandas only: a gather job needs no torch
 from attnaudit.io import json_arg as _json
 
 DEFAULT_METHODS = [
@@ -68,6 +68,7 @@ def _faithfulness(a):
         a.out,
         split=a.split,
         batch_size=a.batch_size,
+        max_tokens=a.max_batch_tokens,
         chunk=a.chunk,
         n_chunks=a.n_chunks,
         methods=opts.get("methods"),
@@ -106,7 +107,7 @@ def add_cli(subparsers) -> None:
         if model:
             p.add_argument("--model-dir", required=True)
         p.add_argument("--split", default="test")
-        p.add_argument("--batch-size", type=int, default=64)
+        add_batch_arguments(p)
         p.add_argument("--chunk", type=int, default=0, help="0-based chunk index")
         p.add_argument("--n-chunks", type=int, default=1)
         p.add_argument("--threads", type=int, default=1)

@@ -160,6 +160,7 @@ def run(
     *,
     split: str = "test",
     batch_size: int = 64,
+    max_tokens: int | None = None,
     chunk: int = 0,
     n_chunks: int = 1,
     methods: list[str] | None = None,
@@ -230,7 +231,14 @@ def run(
         return {key: np.concatenate(values) for key, values in columns.items()}
 
     frame = run_chunked(
-        inputs, per_batch, out, batch_size=batch_size, chunk=chunk, n_chunks=n_chunks, desc="faithfulness"
+        inputs,
+        per_batch,
+        out,
+        batch_size=batch_size,
+        max_tokens=max_tokens,
+        chunk=chunk,
+        n_chunks=n_chunks,
+        desc="faithfulness",
     )
     summary = frame[(frame["ranking"] == rankings[0]) & (frame["variant"] == variants[0])]
     summary = summary.groupby("method", sort=False)[["comprehensiveness", "sufficiency"]].mean()

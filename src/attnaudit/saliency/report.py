@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from attnaudit.io import atomic_path
+from attnaudit.io import atomic_path, read_parquet
 
 log = logging.getLogger(__name__)
 CATEGORY = "Bastings & Filippova 2020"
@@ -114,11 +114,11 @@ def run_tables(runs: list[dict], out_dir: str) -> dict[str, pd.DataFrame]:
     for run in runs:
         dataset, model = run["dataset"], run["model"]
         scores = pd.concat(
-            [pd.read_parquet(p).drop(columns=["scores", "id"]) for p in run["importance"]], ignore_index=True
+            [read_parquet(p).drop(columns=["scores", "id"]) for p in run["importance"]], ignore_index=True
         )
         parts = {
-            "agreement": agreement_table(pd.read_parquet(run["agreement"])),
-            "faithfulness": faithfulness_table(pd.read_parquet(run["faithfulness"])),
+            "agreement": agreement_table(read_parquet(run["agreement"])),
+            "faithfulness": faithfulness_table(read_parquet(run["faithfulness"])),
             "cost": cost_table(scores),
             "ig_convergence": ig_table(scores),
         }
@@ -237,5 +237,5 @@ def faithfulness_curves(faithfulness: pd.DataFrame, out: str, ranking: str = "si
 def run_figures(
     agreement_path: str, faithfulness_path: str, heatmap: str, curves: str, ranking: str = "signed", title: str = ""
 ) -> None:
-    agreement_heatmap(pd.read_parquet(agreement_path), heatmap, ranking, title)
-    faithfulness_curves(pd.read_parquet(faithfulness_path), curves, ranking, title)
+    agreement_heatmap(read_parquet(agreement_path), heatmap, ranking, title)
+    faithfulness_curves(read_parquet(faithfulness_path), curves, ranking, title)

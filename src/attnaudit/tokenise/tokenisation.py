@@ -21,10 +21,11 @@ from sklearn.model_selection import train_test_split
 
 from attnaudit import AttnauditError
 from attnaudit.data import BOS, EOS, SPECIALS
-from attnaudit.io import write_json, write_parquet
+from attnaudit.io import read_parquet, write_json, write_parquet
 
 log = logging.getLogger(__name__)
 _DIGIT = re.compile(r"\d")
+_ENTITY = re.compile(r"@entity\d+")  # CNN's anonymised entities are answer candidates, not numbers
 
 DEFAULTS = {
     "min_count": 1,
@@ -56,17 +57,20 @@ def tokenize_texts(texts: list[str], *, lowercase: bool = True, batch_size: int 
             if tok.is_space:
                 continue
             text = tok.text.lower() if lowercase else tok.text
-            toks.append("qqq" if _DIGIT.search(text) else text)
+            toks.append("qqq" if _DIGIT.search(text) and not _ENTITY.fullmatch(text) else text)
         out.append(toks)
     return out
 
 
-def build_vocab(train_tokens: list[list[str]], min_count: int) -> dict[str, int]:
-    """Specials first, then train words with count ≥ ``min_count`` by descending count, ties alphabetical."""
+def build_vocab(train_tokens: list[list[str]], min_count: int, always: list[str] = ()) -> dict[str, int]:
+    """Specials first, then train words with count ≥ ``min_count`` by descending count, ties alphabetical, then
+    the words of ``always`` not yet in (answer words, J&W §3 CNN)."""
     counts = Counter(t for toks in train_tokens for t in toks)
     words = sorted(
         (w for w, c in counts.items() if c >= min_count and w not in SPECIALS), key=lambda w: (-counts[w], w)
     )
+    known = {*SPECIALS, *words}
+    words += [w for w in always if w not in known]
     return {w: i for i, w in enumerate([*SPECIALS, *words])}
 
 
@@ -75,7 +79,16 @@ def _stratified_split(frame: pd.DataFrame, fraction: float, seed: int, new_split
     if not 0 < fraction < 1:
         raise AttnauditError(f"split fraction must be in (0, 1), got {fraction}")
     labels = frame["label"]
-    stratify = labels if labels.value_counts().min() >= 2 else None
+    counts = labels.value_counts().sort_index()
+    stratify = labels if counts.min() >= 2 else None
+    moved_n, classes = int(np.ceil(fraction * len(frame))), len(counts)
+    if len(frame) - moved_n < 1 or (stratify is not None and (moved_n < classes or len(frame) - moved_n < classes)):
+        raise AttnauditError(
+            f"too few examples to split off a {new_split} split of {fraction:.0%}: {len(frame)} examples "
+            f"(per class {counts.to_dict()}) would leave {moved_n} for {new_split} and {len(frame) - moved_n} "
+            f"for train, fewer than the {classes} classes; add examples, give a split column, or change "
+            f"datasets.<name>.tokenise.{'test' if new_split == 'test' else 'dev'}_fraction"
+        )
     _, moved = train_test_split(frame.index, test_size=fraction, random_state=seed, stratify=stratify)
     frame = frame.copy()
     frame.loc[moved, "split"] = new_split
@@ -115,6 +128,14 @@ def tokenise_documents(docs: pd.DataFrame, options: dict, seed: int) -> tuple[pd
         docs = docs.loc[sorted(np.concatenate(keep))]
     tokens = tokenize_texts(docs["text"].fillna("").tolist(), lowercase=options["lowercase"])
     docs = docs.assign(tokens=tokens, n_tokens=[len(t) for t in tokens])
+    query = "query" in docs.columns  # QA/NLI (J&W §3): the question/hypothesis, tokenised the same way
+    if query:
+        docs = docs.assign(
+            query_tokens=tokenize_texts(docs["query"].fillna("").tolist(), lowercase=options["lowercase"])
+        )
+        empty_query = docs["query_tokens"].map(len) == 0
+        dropped["empty query"] = int(empty_query.sum())
+        docs = docs[~empty_query]
 
     empty = docs["n_tokens"] == 0
     dropped["empty"] = int(empty.sum())
@@ -130,6 +151,7 @@ def tokenise_documents(docs: pd.DataFrame, options: dict, seed: int) -> tuple[pd
         docs = docs[~too_short]
 
     docs = assign_splits(docs, options, seed)
+    check_splits(docs)
     if options["test_sample"]:
         test = docs[docs["split"] == "test"]
         keep = test.sample(frac=options["test_sample"], random_state=seed + 2).index
@@ -141,11 +163,20 @@ def tokenise_documents(docs: pd.DataFrame, options: dict, seed: int) -> tuple[pd
         docs = docs.assign(important=[_shift_important(row, marker_count) for row in docs.itertuples()])
     if options["markers"]:
         docs = docs.assign(tokens=[[BOS, *t, EOS] for t in docs["tokens"]])
+        if query:
+            docs = docs.assign(query_tokens=[[BOS, *t, EOS] for t in docs["query_tokens"]])
 
-    vocab = build_vocab(docs.loc[docs["split"] == "train", "tokens"].tolist(), options["min_count"])
+    train = docs["split"] == "train"
+    vocab_tokens = docs.loc[train, "tokens"].tolist()
+    if query:
+        vocab_tokens += docs.loc[train, "query_tokens"].tolist()
+    # J&W (CNN): answers are added to the vocabulary whatever their count, so every candidate has an id
+    answers = sorted(set(docs["answer"])) if "answer" in docs.columns else []
+    vocab = build_vocab(vocab_tokens, options["min_count"], always=answers)
     split_order = {"train": 0, "dev": 1, "test": 2}
     docs = docs.sort_values(by=["split", "id"], key=lambda s: s.map(split_order) if s.name == "split" else s)
-    columns = ["id", "split", "label", "tokens"] + (["important"] if "important" in docs.columns else [])
+    extra = [c for c in ("query_tokens", "answer", "important") if c in docs.columns]
+    columns = ["id", "split", "label", "tokens", *extra]
     examples = docs[columns].reset_index(drop=True)
     stats = _stats(examples, vocab, dropped, options)
     return examples, vocab, stats
@@ -173,6 +204,11 @@ def _stats(examples: pd.DataFrame, vocab: dict, dropped: Counter, options: dict)
         "dropped": {k: v for k, v in dropped.items()},
         "vocab_size": len(vocab),
         "mean_tokens": float(lengths.mean()) if len(examples) else 0.0,
+        **(
+            {"mean_query_tokens": float(examples["query_tokens"].map(len).mean()) if len(examples) else 0.0}
+            if "query_tokens" in examples.columns
+            else {}
+        ),
         "max_tokens": int(lengths.max()) if len(examples) else 0,
         "unk_rate": unk / n_tokens if n_tokens else 0.0,
         "options": options,
@@ -180,7 +216,7 @@ def _stats(examples: pd.DataFrame, vocab: dict, dropped: Counter, options: dict)
 
 
 def run(documents: str, out_dir: str, options: dict, seed: int) -> dict:
-    docs = pd.read_parquet(documents)
+    docs = read_parquet(documents)
     examples, vocab, stats = tokenise_documents(docs, options, seed)
     out = Path(out_dir)
     write_parquet(out / "examples.parquet", examples)
@@ -194,3 +230,34 @@ def run(documents: str, out_dir: str, options: dict, seed: int) -> dict:
         stats["dropped"],
     )
     return stats
+
+
+def check_splits(docs: pd.DataFrame, where: str = "the dataset") -> None:
+    """A classifier needs two classes to learn from and every split to be non-empty: stop with the counts
+    (a single-class corpus would otherwise train a "classifier" that reports macro-F1 1.0)."""
+    counts = docs.groupby(["split", "label"]).size().unstack(fill_value=0)
+    per_split = {split: {int(k): int(v) for k, v in row.items() if v} for split, row in counts.iterrows()}
+    classes = sorted(int(c) for c in counts.columns)
+    if len(classes) < 2:
+        raise AttnauditError(
+            f"{where} has a single class (label {classes[0] if classes else None}, {len(docs)} examples): a "
+            "classifier needs at least two; check the label column"
+        )
+    missing = [split for split in ("train", "dev", "test") if split not in per_split]
+    if missing:
+        raise AttnauditError(f"{where} has no {'/'.join(missing)} examples (examples per split and class: {per_split})")
+    if len(per_split["train"]) < 2:
+        raise AttnauditError(f"{where}: the train split has one class only (examples per split and class: {per_split})")
+
+
+def check_user_dataset(dataset: str, corpus: str, entry: dict, options: dict, seed: int) -> None:
+    """Before any job runs: the user corpus ``corpus`` (``corpora.user.<corpus>``) can be read and split into
+    train/dev/test with two classes in train, as :func:`tokenise_documents` will split it (length filters aside)."""
+    from attnaudit.corpora.readers import read_user
+
+    documents, _ = read_user(corpus, entry)
+    where = f"datasets.{dataset} (corpora.user.{corpus}: {entry['path']})"
+    try:
+        check_splits(assign_splits(documents, {**DEFAULTS, **options}, seed), where)
+    except AttnauditError as err:
+        raise AttnauditError(f"{where}: {err}" if where not in str(err) else str(err)) from err

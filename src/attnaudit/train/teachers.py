@@ -11,10 +11,11 @@ import pandas as pd
 
 from attnaudit import AttnauditError
 from attnaudit.data import Encoded
+from attnaudit.io import read_parquet
 
 
 def read_teacher(path: str | Path) -> pd.DataFrame:
-    frame = pd.read_parquet(path, columns=["id", "split", "probs", "attention"])
+    frame = read_parquet(path, columns=["id", "split", "probs", "attention"])
     return frame.set_index("id", drop=False)
 
 

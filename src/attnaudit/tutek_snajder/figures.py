@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from attnaudit.io import read_json  # noqa: E402
+from attnaudit.io import read_json, read_parquet  # noqa: E402
 from attnaudit.metrics import LN2  # noqa: E402
 from attnaudit.plotting import save_figure  # noqa: E402
 from attnaudit.tutek_snajder.runs import parse_runs, sort_key  # noqa: E402
@@ -82,7 +82,7 @@ def fragility_figure(runs: list[dict], out: str | Path, f1: str = "positive") ->
 def _examples_tokens(dataset_dir: str | None, ids: list[str]) -> dict[str, list[str]]:
     if not dataset_dir or not (Path(dataset_dir) / "examples.parquet").exists():
         return {}
-    examples = pd.read_parquet(Path(dataset_dir) / "examples.parquet", columns=["id", "tokens"])
+    examples = read_parquet(Path(dataset_dir) / "examples.parquet", columns=["id", "tokens"])
     examples = examples[examples["id"].isin(ids)]
     return {i: list(t) for i, t in zip(examples["id"], examples["tokens"])}
 
@@ -137,7 +137,7 @@ def token_probability_figure(
     """Per-token probability of the predicted class along ``n_examples`` test instances (the same ones for every
     regulariser), the model's prediction probability dotted (T&Š Fig. 2, App. D Figs. 3–7)."""
     dataset, chosen = _pick_models(runs, dataset)
-    frames = {r["regulariser"]: pd.read_parquet(r["token_probability"]) for r in chosen}
+    frames = {r["regulariser"]: read_parquet(r["token_probability"]) for r in chosen}
     ids, note = choose_instances(frames, n_examples, max_tokens) if frames else ([], "")
     fig, axes = _grid(len(ids), 1, 10, 2.8)
     if not ids:

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from attnaudit.io import write_text
+from attnaudit.io import read_parquet, write_text
 from attnaudit.tutek_snajder.runs import load_json, parse_runs
 from attnaudit.tutek_snajder.tables import _fmt, _sorted
 
@@ -46,7 +46,7 @@ def _parquet(path: str | None, columns: list[str]) -> pd.DataFrame | None:
     import pyarrow.parquet as pq
 
     present = set(pq.read_schema(path).names)
-    return pd.read_parquet(path, columns=[c for c in columns if c in present])
+    return read_parquet(path, columns=[c for c in columns if c in present])
 
 
 def aopc_ranks(frame: pd.DataFrame, ranking: str = "signed", variant: str = "deletion") -> pd.DataFrame:

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from attnaudit.io import write_text
+from attnaudit.io import read_parquet, write_text
 from attnaudit.tutek_snajder import paper
 from attnaudit.tutek_snajder.options import resolve
 from attnaudit.tutek_snajder.runs import load_json, parse_runs, sort_key
@@ -127,7 +127,7 @@ def token_probability_frame(runs: list[dict]) -> pd.DataFrame:
             if path:
                 log.warning("missing input %s", path)
             continue
-        frame = pd.read_parquet(path, columns=["correct", "mean_token_prob", "prediction_prob"])
+        frame = read_parquet(path, columns=["correct", "mean_token_prob", "prediction_prob"])
         correct = frame[frame["correct"]]
         rows.append(
             {

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from attnaudit import AttnauditError
-from attnaudit.io import read_json, write_text
+from attnaudit.io import read_json, read_parquet, write_text
 from attnaudit.wiegreffe_pinter.figures import adversary_figure
 from attnaudit.wiegreffe_pinter.imitation import KEYS
 
@@ -38,13 +38,13 @@ def references(seed_variance: str | Path | None, adversarial: str | Path | None)
     """(name → (mean JSD, mean TVD)) of the reference points given, and a note per missing one."""
     points, notes = {}, []
     if seed_variance:
-        frame = pd.read_parquet(seed_variance, columns=["jsd_mean", "tvd_mean", "n_seeds"])
+        frame = read_parquet(seed_variance, columns=["jsd_mean", "tvd_mean", "n_seeds"])
         points["seed variance"] = (frame["jsd_mean"].mean(), frame["tvd_mean"].mean())
         notes.append(f"seed variance: mean over instances and {int(frame['n_seeds'].iat[0])} seeds")
     else:
         notes.append("seed variance not given: its reference point is left out")
     if adversarial:
-        frame = pd.read_parquet(adversarial, columns=["eps_max_jsd", "best_tvd"])
+        frame = read_parquet(adversarial, columns=["eps_max_jsd", "best_tvd"])
         points["J&W post-hoc adversary"] = (frame["eps_max_jsd"].mean(), frame["best_tvd"].mean())
         notes.append("J&W adversary: mean ε-max JSD, mean TVD of the best valid adversary")
     else:

@@ -18,6 +18,7 @@ import torch
 
 from attnaudit import AttnauditError
 from attnaudit.data import Encoded, collate, encode_split, load_examples
+from attnaudit.io import read_parquet
 from attnaudit.masks import candidate_mask, marker_ids
 from attnaudit.metrics import jsd, tvd
 
@@ -68,7 +69,7 @@ def load_split(dataset_dir: str | Path, split: str) -> Split:
 def load_predictions(path: str | Path, split: Split) -> Predictions:
     """Rows of ``predictions.parquet`` for ``split``, in the split's order; every instance must be there with an
     attention vector as long as its tokens and the same gold label."""
-    frame = pd.read_parquet(path, columns=["id", "split", "label", "probs", "attention"])
+    frame = read_parquet(path, columns=["id", "split", "label", "probs", "attention"])
     frame = frame[frame["split"] == split.name]
     if frame["id"].duplicated().any():
         raise AttnauditError(f"{path}: duplicate ids in split {split.name!r}")

@@ -20,6 +20,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
+from attnaudit.io import read_parquet  # noqa: E402
 from attnaudit.metrics import LN2  # noqa: E402
 from attnaudit.plotting import attention_violins, class_colour, save_figure  # noqa: E402
 from attnaudit.wiegreffe_pinter.options import resolve  # noqa: E402
@@ -51,7 +52,7 @@ def seed_figures(
 ) -> None:
     """W&P Fig. 3 (violins, seeds | adversary sharing both axes) and its companion scatter."""
     edges = resolve(options)["seeds"]["attention_bins"]
-    frame = pd.read_parquet(seed_variance)
+    frame = read_parquet(seed_variance)
     n_seeds = int(frame["n_seeds"].iat[0]) if len(frame) else 0
     frame["bin"] = attention_bins(frame["max_attention"], edges)
     frame["class"] = frame["predicted_class"].astype(str)

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from attnaudit import AttnauditError
-from attnaudit.io import write_parquet
+from attnaudit.io import read_parquet, write_parquet
 from attnaudit.wiegreffe_pinter.distances import attention_jsd, load_predictions, load_split, output_tvd
 from attnaudit.wiegreffe_pinter.options import resolve
 
@@ -30,7 +30,7 @@ ADVERSARIAL_COLUMNS = ["id", "predicted_class", "eps_max_jsd", "n_valid", "best_
 
 def _adversarial(path: str | Path, ids: list[str]) -> pd.DataFrame:
     """The J&W adversarial audit's columns for ``ids`` (every one must be audited)."""
-    frame = pd.read_parquet(path, columns=ADVERSARIAL_COLUMNS)
+    frame = read_parquet(path, columns=ADVERSARIAL_COLUMNS)
     if frame["id"].duplicated().any():
         raise AttnauditError(f"{path}: duplicate ids")
     frame = frame.set_index("id")

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from attnaudit import AttnauditError
-from attnaudit.io import read_json, write_text
+from attnaudit.io import read_json, read_parquet, write_text
 from attnaudit.wiegreffe_pinter import reference
 from attnaudit.wiegreffe_pinter.options import resolve
 
@@ -171,7 +171,7 @@ def seed_table(inputs: list[dict]) -> pd.DataFrame:
     and beyond every seed (W&P §3.3)."""
     rows = []
     for item in inputs:
-        frame = pd.read_parquet(item["seed_variance"])
+        frame = read_parquet(item["seed_variance"])
         n_seeds = int(frame["n_seeds"].iat[0]) if len(frame) else 0
         if "n_seeds" in item and int(item["n_seeds"]) != n_seeds:
             raise AttnauditError(f"{item['seed_variance']}: {n_seeds} seeds, but the inputs say {item['n_seeds']}")

@@ -1,0 +1,178 @@
+"""Build the explorer site: ``index.html`` + vendored ``assets/`` + ``data/``.
+
+Data files are JavaScript that assigns into ``window.ATTNAUDIT.data`` (``fetch()`` of local files fails under
+``file://``; script tags do not), loaded on demand by the page: ``data/index.js`` (every model with its card),
+``data/<dataset>/<model>/list.js`` (one row per test instance: class, correctness, Δŷ, ε-max JSD, τ, ...), and
+``page-NNNNN.js`` (tokens and per-token scores of ``page_size`` instances), so an IMDB-sized run never loads more
+than one page of tokens at a time. Per-token scores are rounded to ``digits`` significant digits. All text is
+data, rendered by the page with ``textContent`` (never parsed as HTML).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from attnaudit.io import read_json, read_parquet
+
+log = logging.getLogger(__name__)
+
+DEFAULTS = {"page_size": 50, "digits": 4}
+ATTENTION = "attention"
+
+
+def js_assign(key: str, obj) -> str:
+    """A data file: ``window.ATTNAUDIT.data[key] = obj``."""
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    text = text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    return f"(window.ATTNAUDIT=window.ATTNAUDIT||{{data:{{}}}}).data[{json.dumps(key)}]={text};\n"
+
+
+def rounded(values, digits: int) -> list:
+    """Floats rounded to ``digits`` significant digits (NaN/inf → None), as JSON-ready Python floats."""
+    arr = np.asarray(values, dtype=float)
+    text = np.char.mod(f"%.{digits}g", arr)
+    return [float(t) if np.isfinite(v) else None for t, v in zip(text.tolist(), arr.tolist())]
+
+
+def _column_values(frame: pd.DataFrame, column: str, digits: int) -> list:
+    return rounded(frame[column].to_numpy(dtype=float), digits)
+
+
+def headline(card: dict | None) -> dict:
+    """The card's headline numbers, key → {label, value, digits}, for the index table."""
+    if not card:
+        return {}
+    return {
+        n["key"]: {"label": n["label"], "value": n["value"], "digits": n.get("digits", 3), "unit": n.get("unit", "")}
+        for s in card.get("sections", [])
+        for n in s.get("numbers", [])
+        if n.get("headline")
+    }
+
+
+class _Examples:
+    """Examples of a split, read once per dataset."""
+
+    def __init__(self, split: str):
+        self.split, self.cache = split, {}
+
+    def __call__(self, path: str) -> pd.DataFrame:
+        if path not in self.cache:
+            frame = read_parquet(path, columns=["id", "split", "label", "tokens"])
+            self.cache[path] = frame[frame["split"] == self.split].drop(columns="split").reset_index(drop=True)
+        return self.cache[path]
+
+
+def build_model(entry: dict, examples: pd.DataFrame, out: Path, split: str, options: dict) -> dict:
+    """Write one model's list and pages; returns its index entry (without the card)."""
+    digits, page_size = options["digits"], options["page_size"]
+    key = f"{entry['dataset']}/{entry['model']}"
+    missing = []
+    predictions = read_parquet(entry["predictions"], columns=["id", "split", "predicted", "probs", "attention"])
+    predictions = predictions[predictions["split"] == split].drop(columns="split")
+    frame = examples.merge(predictions, on="id", how="inner", validate="one_to_one")
+    overlays = {ATTENTION: frame["attention"].to_list()}
+    values = {}
+    for source in entry.get("sources", []):
+        path = Path(source["path"])
+        if not path.exists():
+            missing.append(str(path))
+            continue
+        columns = ["id", *source.get("overlays", {}).values(), *source.get("values", {}).values()]
+        part = read_parquet(path, columns=list(dict.fromkeys(columns)))
+        part = frame[["id"]].merge(part, on="id", how="left", validate="one_to_one")
+        for name, column in source.get("overlays", {}).items():
+            overlays[name] = part[column].to_list()
+        for name, column in source.get("values", {}).items():
+            values[name] = _column_values(part, column, digits)
+    n = len(frame)
+    probs = [np.asarray(p, dtype=float) for p in frame["probs"]]
+    predicted = frame["predicted"].astype(int).to_numpy()
+    listing = {
+        "ids": frame["id"].astype(str).to_list(),
+        "label": frame["label"].astype(int).to_list(),
+        "predicted": predicted.tolist(),
+        "prob": rounded([p[c] for p, c in zip(probs, predicted)], digits),
+        "n_tokens": [len(t) for t in frame["tokens"]],
+        "values": values,
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "list.js").write_text(js_assign(f"list:{key}", listing))
+    names, mismatched = list(overlays), {}
+    for page, start in enumerate(range(0, n, page_size)):
+        rows = range(start, min(n, start + page_size))
+        instances = []
+        for i in rows:
+            tokens = [str(t) for t in frame["tokens"].iat[i]]
+            scores = {}
+            for name in names:
+                vals = overlays[name][i]
+                if vals is None or (isinstance(vals, float) and np.isnan(vals)):
+                    continue
+                vals = np.asarray(vals, dtype=float)
+                if len(vals) == 0:  # e.g. no valid adversary for this instance
+                    continue
+                if len(vals) != len(tokens):
+                    mismatched[name] = mismatched.get(name, 0) + 1
+                    continue
+                scores[name] = rounded(vals, digits)
+            instances.append({"id": listing["ids"][i], "tokens": tokens, "scores": scores})
+        (out / f"page-{page:05d}.js").write_text(js_assign(f"page:{key}:{page}", instances))
+    for name, count in mismatched.items():
+        log.warning("%s: %s has a score count unlike the token count for %d instances (not shown)", key, name, count)
+    return {
+        "dataset": entry["dataset"],
+        "model": entry["model"],
+        "n_instances": n,
+        "page_size": page_size,
+        "n_pages": -(-n // page_size),
+        "dir": f"data/{key}/",
+        "overlays": names,
+        "values": list(values),
+        "missing": missing,
+    }
+
+
+def build_site(models: list[dict], out_dir: str | Path, *, split: str = "test", options: dict | None = None) -> dict:
+    """Write the whole site into ``out_dir`` (replaced). A model whose files are missing (a partial run) is listed
+    with what is missing; it never stops the others."""
+    options = {**DEFAULTS, **(options or {})}
+    out = Path(out_dir)
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    (tmp / "assets").mkdir(parents=True)
+    static = resources.files("attnaudit.explorer") / "static"
+    for name in ("index.html", "explorer.js", "explorer.css"):
+        target = tmp / name if name == "index.html" else tmp / "assets" / name
+        target.write_text((static / name).read_text(encoding="utf-8"), encoding="utf-8")
+    examples = _Examples(split)
+    entries, label_names = [], {}
+    for entry in models:
+        d, m = entry["dataset"], entry["model"]
+        card = read_json(entry["card"]) if Path(entry["card"]).exists() else None
+        manifest = entry.get("manifest")
+        if d not in label_names:
+            label_names[d] = read_json(manifest).get("label_names") if manifest and Path(manifest).exists() else []
+        try:
+            index_entry = build_model(entry, examples(entry["examples"]), tmp / "data" / d / m, split, options)
+        except (FileNotFoundError, OSError) as err:
+            log.warning("%s/%s: no instance data (%s)", d, m, err)
+            index_entry = {"dataset": d, "model": m, "n_instances": 0, "n_pages": 0, "missing": [str(err)]}
+        if card is None:
+            index_entry["missing"] = [*index_entry.get("missing", []), f"audit card {entry['card']}"]
+        index_entry |= {"card": card, "headline": headline(card)}
+        entries.append(index_entry)
+        log.info("%s/%s: %d instances, %d pages", d, m, index_entry["n_instances"], index_entry["n_pages"])
+    index = {"split": split, "label_names": label_names, "models": entries}
+    (tmp / "data").mkdir(exist_ok=True)
+    (tmp / "data" / "index.js").write_text(js_assign("index", index))
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+    return index

@@ -1,0 +1,86 @@
+"""Wiegreffe & Pinter (2019) part of the base model's audit card: the uniform-attention twin against the spread of
+the base model's seeds (§3.2, Table 2), and J&W's adversaries against the seed-variance baseline (§3.3, Fig. 3)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attnaudit.cards.summary import check, existing, make_summary, number
+from attnaudit.io import read_json, read_parquet
+
+TITLE = "Wiegreffe & Pinter (2019): uniform attention and seed variance as baselines"
+
+
+def macro_f1(paths: list[str]) -> np.ndarray:
+    return np.array([read_json(p)["test"]["macro_f1"] for p in paths], dtype=float)
+
+
+def summary(inputs: dict, *, dataset: str, model: str, options: dict) -> dict:
+    """``inputs``: ``base_metrics`` (metrics.json of the base model and its other seeds), ``uniform_metrics``
+    (the uniform twins), ``seed_variance`` (wp_seed_variance.parquet)."""
+    numbers, checks, missing, n = [], [], [], None
+    base, uniform = existing(inputs, "base_metrics"), existing(inputs, "uniform_metrics")
+    if base and uniform:
+        b, u = macro_f1(base), macro_f1(uniform)
+        std = float(b.std(ddof=1)) if len(b) > 1 else None
+        gap = 100 * (b.mean() - u.mean())
+        numbers += [
+            number("base_f1", f"base macro-F1, mean of {len(b)} seeds", b.mean(), citation="W&P §3.2, Table 2"),
+            number(
+                "uniform_f1",
+                f"uniform-attention twin macro-F1 (mean of {len(u)})",
+                u.mean(),
+                citation="W&P §3.2, Table 2",
+                headline=True,
+            ),
+            number("base_seed_std", "base macro-F1, sample std over seeds", std, citation="W&P §3.2"),
+        ]
+        bound = None if std is None else 100 * options["seed_spread"] * std
+        checks.append(
+            check(
+                "wp_uniform",
+                f"learned attention beats uniform by {gap:.1f} F1 points"
+                + (f" ({options['seed_spread']:g}× seed std: {bound:.1f})" if bound is not None else " (one seed)"),
+                f"pass if the gap exceeds {options['seed_spread']:g}× the base seeds' sample std"
+                " (undetermined with one seed)",
+                None if bound is None else gap > bound,
+                "W&P §3.2",
+            )
+        )
+    else:
+        missing.append("uniform-attention baseline")
+    if path := existing(inputs, "seed_variance"):
+        frame = read_parquet(path)
+        n = len(frame)
+        beyond = float(frame["beyond_every_seed"].mean())
+        numbers += [
+            number(
+                "seed_jsd_median",
+                "median JSD of seed attention to base (mean over instances)",
+                frame["jsd_median"].mean(),
+                citation="W&P §3.3, Fig. 3",
+            ),
+            number(
+                "beyond_every_seed",
+                "instances whose adversary is beyond every seed",
+                100 * beyond,
+                unit="%",
+                digits=1,
+                citation="W&P §3.3",
+                headline=True,
+            ),
+        ]
+        checks.append(
+            check(
+                "wp_seed_variance",
+                f"adversaries beyond seed variance for {100 * beyond:.0f} % of instances",
+                f"pass if that share is below {100 * options['majority']:.0f} %",
+                beyond < options["majority"],
+                "W&P §3.3",
+            )
+        )
+    else:
+        missing.append("seed variance")
+    return make_summary(
+        "wiegreffe_pinter", TITLE, "Wiegreffe & Pinter (2019) §3.2–3.3", dataset, model, numbers, checks, missing, n
+    )

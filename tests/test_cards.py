@@ -1,0 +1,248 @@
+"""Audit cards: the stage summaries (J&W, B&F, W&P, T&Š) on synthetic audit files, the bootstrap CIs, the verdict
+rule, a card with a missing audit, HTML escaping of cards and explorer data, and the explorer's paging."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+from synthetic_results import make_results
+
+from attnaudit.cards.card import build_card, run_card, verdict
+from attnaudit.cards.summary import DEFAULTS, bootstrap_ci, run_summary
+from attnaudit.explorer.build import build_site
+
+
+def read_js(path):
+    """The object a data file assigns (``...data["key"]=OBJ;``)."""
+    text = path.read_text()
+    return json.loads(text[text.index("]=") + 2 : text.rindex(";")])
+
+
+# -- bootstrap -----------------------------------------------------------------------------------------------------
+def test_bootstrap_ci_is_seeded_and_covers_the_mean():
+    x = np.random.default_rng(1).normal(0.3, 0.2, size=400)
+    a = bootstrap_ci(x, n_resamples=500, confidence=0.95, seed=7)
+    assert a == bootstrap_ci(x, n_resamples=500, confidence=0.95, seed=7)
+    assert a != bootstrap_ci(x, n_resamples=500, confidence=0.95, seed=8)
+    assert a[0] < x.mean() < a[1]
+    se = x.std(ddof=1) / np.sqrt(len(x))  # the percentile interval is close to mean ± 1.96 SE here
+    assert a[1] - a[0] == pytest.approx(2 * 1.96 * se, rel=0.2)
+    narrow = bootstrap_ci(x, n_resamples=500, confidence=0.5, seed=7)
+    assert narrow[1] - narrow[0] < a[1] - a[0]
+
+
+def test_bootstrap_ci_drops_nan_and_needs_two_values():
+    x = np.array([0.1, np.nan, 0.5, 0.3, np.nan])
+    lo, hi = bootstrap_ci(x, n_resamples=200, confidence=0.95, seed=0)
+    assert 0.1 <= lo <= hi <= 0.5
+    assert bootstrap_ci([np.nan, 0.2], n_resamples=200, confidence=0.95, seed=0) is None
+
+
+# -- verdict rule --------------------------------------------------------------------------------------------------
+def _checks(*states):
+    return [{"text": f"check {i}", "passed": s, "rule": "r"} for i, s in enumerate(states)]
+
+
+@pytest.mark.parametrize(
+    ("states", "label"),
+    [
+        ((True, True, False), "attention reads as an explanation"),
+        ((True, False, False), "attention does not read as an explanation"),
+        ((True, False), "mixed evidence"),
+        ((True, True, False, False, None), "mixed evidence"),
+        ((None, None), "undetermined (no decided checks)"),
+        ((), "undetermined (no decided checks)"),
+    ],
+)
+def test_verdict_rule(states, label):
+    v = verdict(_checks(*states))
+    assert v["label"] == label
+    decided = [s for s in states if s is not None]
+    assert (v["passed"], v["decided"]) == (sum(decided), len(decided))
+    for i, s in enumerate(states):  # the line names every decided check, none of the undetermined
+        assert (f"check {i}" in v["line"]) == (s is not None)
+
+
+# -- stage summaries on synthetic audit files ----------------------------------------------------------------------
+def _options(**kw):
+    return {**DEFAULTS, "bootstrap_samples": 200, **kw}
+
+
+def test_jain_wallace_summary(tmp_path):
+    rng = np.random.default_rng(0)
+    n = 300
+    corr = pd.DataFrame(
+        {
+            "tau_attention_gradient": rng.normal(0.2, 0.1, n),
+            "tau_attention_loo": rng.normal(0.1, 0.1, n),
+            "tau_gradient_loo": rng.normal(0.6, 0.1, n),
+        }
+    )
+    perm = pd.DataFrame({"delta_median": rng.uniform(0, 0.1, n)})
+    adv = pd.DataFrame({"eps_max_jsd": rng.uniform(0, 0.69, n), "n_valid": rng.integers(0, 3, n)})
+    paths = {}
+    for name, frame in (("correlation", corr), ("permutation", perm), ("adversarial", adv)):
+        paths[name] = str(tmp_path / f"{name}.parquet")
+        frame.to_parquet(paths[name])
+    s = run_summary("jain_wallace", paths, "d", "m", _options(), str(tmp_path / "s.json"))
+    numbers = {x["key"]: x for x in s["numbers"]}
+    for key in ("tau_attention_gradient", "tau_attention_loo", "tau_gradient_loo"):
+        lo, hi = numbers[key]["ci"]
+        assert lo < corr[key].mean() < hi and numbers[key]["value"] == pytest.approx(corr[key].mean())
+    checks = {c["key"]: c for c in s["checks"]}
+    assert checks["jw_tau"]["passed"] is False  # τ(att, LOO) ≈ 0.1 is far below τ(grad, LOO) ≈ 0.6
+    share = (perm["delta_median"] < 0.05).mean()
+    assert numbers["permutation_insensitive"]["value"] == pytest.approx(100 * share)
+    assert checks["jw_permutation"]["passed"] == (share < 0.5)
+    found = ((adv["eps_max_jsd"] > 0.5) & (adv["n_valid"] > 0)).mean()
+    assert numbers["adversary_found"]["value"] == pytest.approx(100 * found)
+    assert s["missing"] == [] and json.loads((tmp_path / "s.json").read_text()) == json.loads(json.dumps(s))
+
+
+def test_saliency_summary_ranks_attention(tmp_path):
+    rows = []
+    comp = {"attention": 0.3, "gradient": 0.5, "loo": 0.1, "random": 0.05}  # attention 2nd of 4
+    suff = {"attention": 0.4, "gradient": 0.1, "loo": 0.2, "random": 0.3}  # attention 4th of 4 (lower is better)
+    for row in range(20):
+        for method in comp:
+            for k in (0.1, 0.5):
+                for variant in ("deletion", "unk"):
+                    shift = 0 if variant == "deletion" else (1 if method == "loo" else 0)  # unk ranks loo first
+                    rows.append(
+                        {
+                            "row": row,
+                            "method": method,
+                            "ranking": "signed",
+                            "variant": variant,
+                            "k": f"{k:.0%}",
+                            "comprehensiveness": comp[method] + shift + 0.01 * k,
+                            "sufficiency": suff[method],
+                        }
+                    )
+    path = tmp_path / "faithfulness.parquet"
+    pd.DataFrame(rows).to_parquet(path)
+    s = run_summary("saliency", {"faithfulness": str(path)}, "d", "m", _options(), str(tmp_path / "s.json"))
+    numbers = {x["key"]: x["value"] for x in s["numbers"]}
+    assert (numbers["comprehensiveness_rank"], numbers["sufficiency_rank"]) == (2, 4)
+    checks = {c["key"]: c["passed"] for c in s["checks"]}
+    assert checks == {"bf_comprehensiveness": True, "bf_sufficiency": False}
+
+
+def test_wiegreffe_pinter_and_tutek_snajder_summaries(tmp_path):
+    def metrics(name, f1):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps({"test": {"macro_f1": f1}}))
+        return str(path)
+
+    base = [metrics(f"b{i}", f) for i, f in enumerate((0.80, 0.82, 0.81))]
+    seeds = tmp_path / "seeds.parquet"
+    pd.DataFrame({"beyond_every_seed": [True] * 7 + [False] * 3, "jsd_median": np.linspace(0, 0.2, 10)}).to_parquet(
+        seeds
+    )
+    inputs = {"base_metrics": base, "uniform_metrics": [metrics("u", 0.70)], "seed_variance": str(seeds)}
+    s = run_summary("wiegreffe_pinter", inputs, "d", "m", _options(), str(tmp_path / "wp.json"))
+    checks = {c["key"]: c for c in s["checks"]}
+    assert checks["wp_uniform"]["passed"] is True  # 11 points ≫ 2 × std (1 point)
+    assert checks["wp_seed_variance"]["passed"] is False and "70 %" in checks["wp_seed_variance"]["text"]
+    inputs["uniform_metrics"] = [metrics("u2", 0.805)]
+    s = run_summary("wiegreffe_pinter", inputs, "d", "m", _options(), str(tmp_path / "wp.json"))
+    assert {c["key"]: c["passed"] for c in s["checks"]}["wp_uniform"] is False
+
+    fragility = tmp_path / "fragility.json"
+    fragility.write_text(json.dumps({"delta": {"permutation_macro_f1_mean": -0.4, "uniform_macro_f1": -0.1}}))
+    tokens = tmp_path / "tokens.parquet"
+    pd.DataFrame(
+        {"correct": [True, True, False], "mean_token_prob": [0.6, 0.8, 0.1], "prediction_prob": [0.9, 0.9, 0.5]}
+    ).to_parquet(tokens)
+    inputs = {"fragility": str(fragility), "token_probability": str(tokens)}
+    s = run_summary("tutek_snajder", inputs, "d", "m", _options(fragility_points=1.0), str(tmp_path / "ts.json"))
+    assert [c["passed"] for c in s["checks"]] == [False]  # −0.4 points: attention barely matters
+    assert {x["key"]: x["value"] for x in s["numbers"]}["token_probability"] == pytest.approx(0.7)
+
+
+# -- cards: missing audits, escaping ------------------------------------------------------------------------------
+def _summary_file(tmp_path, name, title, passed):
+    path = tmp_path / f"{name}.json"
+    summary = {
+        "stage": name,
+        "title": title,
+        "citation": "c",
+        "numbers": [{"key": "x", "label": "x <i>", "value": 0.5, "ci": [0.4, 0.6], "unit": "", "citation": ""}],
+        "checks": [{"key": "k", "text": f"{name} check", "rule": "r", "passed": passed, "citation": ""}],
+        "missing": [],
+    }
+    path.write_text(json.dumps(summary))
+    return str(path)
+
+
+def test_card_names_missing_audits(tmp_path):
+    metrics = tmp_path / "metrics.json"
+    metrics.write_text(json.dumps({"test": {"accuracy": 0.8, "macro_f1": 0.79, "per_class_f1": [0.7, 0.88]}}))
+    summaries = {"a": _summary_file(tmp_path, "a", "Audit A", True), "b": str(tmp_path / "absent.json")}
+    card = build_card("d", "m", str(metrics), summaries, label_names=["neg", "pos"])
+    assert [s["title"] for s in card["sections"]] == ["Audit A"]
+    assert len(card["missing"]) == 1 and "b" in card["missing"][0] and "absent.json" in card["missing"][0]
+    assert "missing audits" in card["verdict"]["line"]
+    assert card["metrics"]["per_class_f1"] == {"neg": 0.7, "pos": 0.88}
+    html = tmp_path / "card.html"
+    run_card("d", "m", str(metrics), summaries, tmp_path / "c.json", html, tmp_path / "c.md")
+    assert "Missing audits" in html.read_text() and "absent.json" in html.read_text()
+
+
+def test_card_html_escapes_text(tmp_path):
+    metrics = tmp_path / "metrics.json"
+    metrics.write_text(json.dumps({"test": {"macro_f1": 0.5}}))
+    evil = "<script>alert('x')</script>"
+    summaries = {"a": _summary_file(tmp_path, "a", evil, False)}
+    run_card("d", "m", str(metrics), summaries, tmp_path / "c.json", tmp_path / "c.html", tmp_path / "c.md")
+    for name in ("c.html", "c.md"):
+        text = (tmp_path / name).read_text()
+        assert "<script>" not in text and "&lt;script&gt;" in text
+        assert "<i>" not in text
+
+
+# -- explorer data -------------------------------------------------------------------------------------------------
+def test_explorer_pages_and_escapes(tmp_path):
+    token = "<script>window.__pwned=1</script>"
+    entry = make_results(tmp_path, n_instances=23, n_tokens=9, special=token)
+    index = build_site([entry], tmp_path / "explorer", options={"page_size": 10, "digits": 4})
+    model = index["models"][0]
+    assert (model["n_instances"], model["n_pages"]) == (23, 3)
+    assert any("audit card" in m for m in model["missing"])  # no card for the synthetic model: listed, not fatal
+    pages = sorted((tmp_path / "explorer/data/synth/m-s0").glob("page-*.js"))
+    assert len(pages) == 3
+    first = read_js(pages[0])
+    assert first[0]["tokens"][1] == token  # kept as data (JSON string), rendered with textContent by the page
+    assert not re.search(
+        r"<script", (tmp_path / "explorer/index.html").read_text().split("<body>")[1].split("<script src")[0]
+    )
+    scores = pd.read_parquet(entry["sources"][0]["path"]).set_index("id")["scores"]
+    inst = read_js(pages[1])[3]
+    np.testing.assert_allclose(inst["scores"]["gradient"], scores[inst["id"]], rtol=1e-3, atol=1e-7)
+    listing = read_js(tmp_path / "explorer/data/synth/m-s0/list.js")
+    assert listing["ids"][13] == inst["id"] and set(listing["values"]) == {"ε-max JSD", "Δŷ adversary (TVD)"}
+
+
+def test_explorer_plan_expands_templates():
+    from attnaudit.explorer.plan import expand_plan
+
+    scores = {"path": "imp/{dataset}/{model}/gradient.parquet", "overlays": {"gradient": "scores"}, "values": {}}
+    plan = {
+        "templates": {
+            "model": {"card": "cards/{dataset}/{model}.json", "manifest": "corpora/{corpus}/manifest.json"},
+            "a": [scores, {"path": "adv/{dataset}/{model}.parquet", "overlays": {}, "values": {"x": "x"}}],
+            "b": [scores],  # the same file from a second stage is read once
+        },
+        "models": [
+            {"dataset": "d", "model": "m-s0", "corpus": "c", "stages": ["a", "b"]},
+            {"dataset": "d", "model": "u-s0", "corpus": "c", "stages": []},
+        ],
+    }
+    first, second = expand_plan(plan)
+    assert first["card"] == "cards/d/m-s0.json" and first["manifest"] == "corpora/c/manifest.json"
+    assert [s["path"] for s in first["sources"]] == ["imp/d/m-s0/gradient.parquet", "adv/d/m-s0.parquet"]
+    assert second["sources"] == [] and plan["templates"]["b"][0]["path"].startswith("imp/{dataset}")

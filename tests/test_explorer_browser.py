@@ -1,0 +1,183 @@
+"""The offline explorer in a real headless Chromium (Debian's ``chromium``, driven by Playwright; installed with
+apt-get when missing, as tests/cluster installs Slurm): on the end-to-end run's outputs, the index lists every
+model, a click opens a model's card and its instances, another an instance, and the colouring switches between
+attention, two saliency methods and the adversarial attention, whose token values must equal the parquet files'.
+A synthetic model with a ``<script>`` token checks escaping. Screenshots go to ``tests/output/explorer/``."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from conftest import REPO
+from synthetic_results import make_results
+
+from attnaudit.modelsheet import sheet
+
+SHOTS = REPO / "tests" / "output" / "explorer"  # ignored by git (tests/output/.gitignore)
+CHROMIUM = ("chromium", "chromium-browser")
+
+
+def find_chromium() -> str | None:
+    return next((p for name in CHROMIUM if (p := shutil.which(name))), None)
+
+
+def install_chromium() -> str | None:
+    """Debian's chromium via apt-get when missing (root only); the reason it cannot be installed otherwise."""
+    if find_chromium():
+        return None
+    if shutil.which("apt-get") is None:
+        return "chromium is not installed and apt-get is unavailable"
+    if os.geteuid() != 0:
+        return "chromium is not installed and installing it with apt-get needs root"
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    cmd = ["apt-get", "install", "-y", "-q", "--no-install-recommends", "chromium"]
+    lists = [p for p in Path("/var/lib/apt/lists").glob("*") if p.name not in ("lock", "partial", "auxfiles")]
+    if not lists:
+        subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True)
+    if subprocess.run(cmd, env=env, capture_output=True).returncode != 0:
+        subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True)  # stale lists: refresh once
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        if proc.returncode != 0:
+            return f"apt-get install chromium failed: {proc.stderr.strip()[-300:]}"
+    return None if find_chromium() else "apt-get installed chromium but no chromium binary is on PATH"
+
+
+@pytest.fixture(scope="session")
+def browser():
+    reason = install_chromium()
+    if reason:
+        pytest.skip(f"no headless Chromium: {reason}")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=find_chromium(), args=["--no-sandbox"])
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.errors = []
+    page.on("pageerror", lambda err: page.errors.append(str(err)))
+    page.on("request", lambda req: req.url.startswith("file://") or page.errors.append(f"network: {req.url}"))
+    yield page
+    context.close()
+
+
+def shot(page, name, full_page=True):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=full_page)
+
+
+def token_values(page) -> tuple[list[str], np.ndarray]:
+    spans = page.locator("#tokens .tok")
+    texts = spans.all_text_contents()
+    values = spans.evaluate_all("els => els.map(e => e.dataset.value === '' ? NaN : Number(e.dataset.value))")
+    return texts, np.asarray(values, dtype=float)
+
+
+def colour_by(page, name):
+    page.select_option("#colour-by", name)
+    page.wait_for_selector(f"#tokens[data-colour-by='{name}']")
+
+
+@pytest.mark.e2e
+def test_explorer_in_chromium(page, local_pipeline):
+    workdir = local_pipeline
+    cfg = yaml.safe_load((REPO / "tests" / "config.yaml").read_text())
+    index = workdir / "results" / "explorer" / "index.html"
+    start = time.perf_counter()
+    page.goto(index.as_uri())
+    page.wait_for_selector("#index tr.model-row")
+    load_seconds = time.perf_counter() - start
+    listed = {
+        (r.get_attribute("data-dataset"), r.get_attribute("data-model")) for r in page.locator("tr.model-row").all()
+    }
+    expected = {(d, m) for d, entry in cfg["datasets"].items() for m in sheet(d, entry)}
+    assert listed == expected
+    assert "no audit card" not in page.text_content("#index")  # every model has its card
+    for d, m in expected:
+        cards = [workdir / f"results/cards/{d}/{m}.{x}" for x in ("json", "html", "md")]  # m may hold a dot
+        assert all(card.stat().st_size > 0 for card in cards), (d, m)
+    shot(page, "index")
+
+    # a model with every saliency method: its card, then its instances filtered to the correct ones
+    dataset, model = "sst_small", "lstm-additive-base-s0"
+    page.click(f"tr.model-row[data-dataset='{dataset}'][data-model='{model}'] a.model-link")
+    page.wait_for_selector("#verdict")
+    assert "checks pass" in page.text_content("#verdict")
+    page.wait_for_selector("#instances tr.instance-row")
+    shot(page, "card", full_page=False)
+    page.select_option("#f-correct", "correct")
+    page.wait_for_selector("#list-count")
+    rows = page.locator("#instances tr.instance-row")
+    cells = page.locator("#instances tr.instance-row td:nth-child(2), #instances tr.instance-row td:nth-child(3)")
+    labels = cells.all_text_contents()
+    assert rows.count() > 0 and labels[0::2] == labels[1::2]  # label == predicted on every listed row
+    # an instance on a later data page (loaded on demand)
+    page.fill("#instance-list input[data-name='ε-max JSD'][data-bound='min']", "0.001")  # a valid adversary
+    page.locator("#instance-list input[data-name='ε-max JSD'][data-bound='min']").dispatch_event("change")
+    target = page.locator("#instances tr.instance-row").nth(min(25, rows.count() - 1))
+    row = int(target.get_attribute("data-index"))
+    target.locator("a.instance-link").click()
+    page.wait_for_selector("#tokens .tok")
+    instance_id = page.text_content("#instance-id")
+
+    examples = pd.read_parquet(workdir / f"results/datasets/{dataset}/examples.parquet").set_index("id")
+    importance = workdir / f"results/importance/{dataset}/{model}"
+    methods = [m for m in cfg["saliency"].get("methods") or ["integrated_gradients", "occlusion"] if m != "attention"]
+    if not methods:
+        methods = ["gradient", "loo"]
+    for name, path, column in [
+        ("attention", importance / "attention.parquet", "scores"),
+        (methods[0], importance / f"{methods[0]}.parquet", "scores"),
+        (methods[-1], importance / f"{methods[-1]}.parquet", "scores"),
+        (
+            "adversarial attention",
+            workdir / f"results/audits/{dataset}/{model}/jw_adversarial.parquet",
+            "adversarial_attention",
+        ),
+    ]:
+        colour_by(page, name)
+        texts, values = token_values(page)
+        expected_scores = pd.read_parquet(path).set_index("id").loc[instance_id, column]
+        assert texts == list(examples.loc[instance_id, "tokens"])
+        np.testing.assert_allclose(values, np.asarray(expected_scores, dtype=float), rtol=2e-3, atol=1e-7, err_msg=name)
+        strongest = int(np.nanargmax(np.abs(values)))
+        background = page.locator("#tokens .tok").nth(strongest).evaluate("e => getComputedStyle(e).backgroundColor")
+        assert background not in ("rgba(0, 0, 0, 0)", "transparent"), (name, background)
+        if name == methods[0]:
+            shot(page, "instance")
+    adversarial = pd.read_parquet(workdir / f"results/audits/{dataset}/{model}/jw_adversarial.parquet").set_index("id")
+    shown = float(page.text_content("#instance-facts td[data-name='ε-max JSD']"))
+    assert shown == pytest.approx(adversarial.loc[instance_id, "eps_max_jsd"], abs=1e-3)
+    assert row >= 0 and not page.errors, page.errors
+    print(f"\n[explorer] index loaded in {load_seconds:.2f} s")
+
+
+def test_explorer_escapes_text(page, tmp_path):
+    from attnaudit.explorer.build import build_site
+
+    evil = "<script>window.__pwned=1</script><img src=x onerror='window.__pwned=2'>"
+    entry = make_results(tmp_path, n_instances=12, n_tokens=8, special=evil)
+    build_site([entry], tmp_path / "explorer", options={"page_size": 5})
+    page.goto((tmp_path / "explorer" / "index.html").as_uri() + "#/instance/synth/m-s0/0")
+    page.wait_for_selector("#tokens .tok")
+    assert page.locator("#tokens .tok").nth(1).text_content() == evil
+    assert page.evaluate("window.__pwned") is None
+    assert page.locator("#tokens img, #tokens script").count() == 0
+    assert page.locator("#instance-facts td").first.text_content() in ("neg<b>", "pos")  # label names, as text
+    page.goto((tmp_path / "explorer" / "index.html").as_uri())
+    page.wait_for_selector("tr.model-row")
+    assert "no audit card" in page.text_content("#index")  # no card: the index says what is missing
+    assert not [e for e in page.errors if not e.startswith("network: file")], page.errors

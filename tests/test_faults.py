@@ -1,0 +1,215 @@
+"""Failures a user can cause end in one clear message that names the file, line or config key and the fix, before
+any expensive job where the config can know it, and leave nothing half-written; an interrupted run resumes."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+import yaml
+from conftest import SNAKEMAKE, snakemake
+from test_config import dry_run
+
+from attnaudit import AttnauditError
+from attnaudit.data import load_examples
+from attnaudit.io import FILE_MODE, write_json, write_parquet
+from attnaudit.models import load_model, save_model
+
+WORDS = ["good", "bad", "fine", "awful", "great", "poor", "nice", "dull"]
+
+
+def write_corpus(path: Path, labels: list[str], extra: list[dict] | None = None) -> Path:
+    """A user CSV: one row per label, texts of a few words drawn with a fixed seed."""
+    rng = np.random.default_rng(0)
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=["text", "label"])
+        writer.writeheader()
+        for label in labels:
+            writer.writerow({"text": " ".join(rng.choice(WORDS, size=6)), "label": label})
+        for row in extra or []:
+            writer.writerow(row)
+    return path
+
+
+def user_config(path: Path, **entry) -> dict:
+    return {
+        "corpora": {"user": {"mine": {"path": str(path), "text_column": "text", "label_column": "label", **entry}}},
+        "datasets": {
+            "mine": {
+                "corpus": "mine",
+                "embeddings": {"dim": 20, "epochs": 2},
+                "grid": {"encoders": ["average"], "attentions": ["additive"]},
+            }
+        },
+    }
+
+
+def said(proc: subprocess.CompletedProcess) -> str:
+    """What a failed dry run told the user (Snakemake prints a workflow error on stdout)."""
+    assert proc.returncode != 0, proc.stdout[-2000:]
+    return proc.stdout + proc.stderr
+
+
+# -- a user's own corpus, checked before any job runs ------------------------------------------------------------
+@pytest.mark.parametrize(
+    "labels,expected",
+    [
+        (["pos"] * 40, "has a single class"),
+        (["pos", "neg"] * 2, "too few examples to split off a test split"),
+        (["pos", "neg", "pos"], "the train split has one class only"),
+    ],
+)
+def test_user_corpus_without_two_learnable_classes_stops_the_dry_run(tmp_path, labels, expected):
+    output = said(dry_run(tmp_path, user_config(write_corpus(tmp_path / "mine.csv", labels))))
+    assert expected in output and "corpora.user.mine" in output, output[-3000:]
+
+
+def test_user_corpus_file_and_format_named(tmp_path):
+    output = said(dry_run(tmp_path, user_config(tmp_path / "missing.csv")))
+    assert "corpora.user.mine.path" in output and "missing.csv" in output, output[-3000:]
+    odd = write_corpus(tmp_path / "mine.data", ["pos", "neg"] * 20)
+    output = said(dry_run(tmp_path, user_config(odd)))
+    assert "corpora.user.mine.format" in output, output[-3000:]
+    assert dry_run(tmp_path, user_config(odd, format="csv")).returncode == 0  # format may be given explicitly
+
+
+def test_user_corpus_name_with_a_hyphen_is_rejected_by_the_schema(tmp_path):
+    cfg = user_config(write_corpus(tmp_path / "mine.csv", ["pos", "neg"] * 20))
+    cfg["corpora"]["user"] = {"my-corpus": cfg["corpora"]["user"]["mine"]}
+    cfg["datasets"]["mine"]["corpus"] = "my-corpus"
+    output = said(dry_run(tmp_path, cfg))
+    assert "'my-corpus' does not match" in output, output[-3000:]
+
+
+def test_editing_a_user_csv_reruns_what_depends_on_it(tmp_path):
+    """The CSV is an input of the corpus job and its sha256 a parameter: a new row reruns the corpus and every job
+    after it, even when the edit keeps the file's modification time; the other corpora are untouched."""
+    corpus = write_corpus(tmp_path / "mine.csv", ["pos", "neg"] * 30)
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(user_config(corpus)))
+    target = "results/datasets/mine/examples.parquet"
+    snakemake(tmp_path, "--cores", "1", target, config=config)
+    assert "Nothing to be done" in snakemake(tmp_path, "-n", target, config=config).stdout
+    before = os.stat(corpus)
+    write_corpus(corpus, ["pos", "neg"] * 30, extra=[{"text": "a new review", "label": "pos"}])
+    os.utime(corpus, ns=(before.st_atime_ns, before.st_mtime_ns))  # same modification time as before
+    planned = snakemake(tmp_path, "-n", target, config=config).stdout
+    assert "rule corpora:" in planned and "rule tokenise:" in planned, planned[-3000:]
+    assert "Params have changed" in planned or "params" in planned.lower()
+    snakemake(tmp_path, "--cores", "1", target, config=config)
+    manifest = json.loads((tmp_path / "results/corpora/mine/manifest.json").read_text())
+    assert manifest["files"][0]["sha256"] == __import__("hashlib").sha256(corpus.read_bytes()).hexdigest()
+
+
+# -- corrupt intermediates, full disks, file modes --------------------------------------------------------------
+def test_corrupt_model_and_examples_are_named(planted_dataset, planted_model_dir, tmp_path):
+    model = tmp_path / "model.pt"
+    model.write_bytes((planted_model_dir / "model.pt").read_bytes()[:5000])  # truncated
+    with pytest.raises(AttnauditError, match=rf"{model} is unreadable .*Delete it and rerun"):
+        load_model(model)
+    dataset = tmp_path / "dataset"
+    dataset.mkdir()
+    (dataset / "vocab.json").write_bytes((planted_dataset / "dataset" / "vocab.json").read_bytes())
+    (dataset / "examples.parquet").write_bytes(b"PAR1 not really a parquet file")
+    with pytest.raises(AttnauditError, match="examples.parquet is unreadable"):
+        load_examples(dataset)
+
+
+def test_cli_prints_the_message_without_a_traceback(planted_dataset, tmp_path):
+    broken = tmp_path / "model"
+    broken.mkdir()
+    (broken / "model.pt").write_bytes(b"not a model")
+    cmd = [sys.executable, "-m", "attnaudit", "importance", "score", "--method", "gradient"]
+    args = ["--dataset-dir", str(planted_dataset / "dataset"), "--model-dir", str(broken), "--out", str(tmp_path / "x")]
+    proc = subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and "model.pt is unreadable" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "x").exists()
+    debug = subprocess.run(
+        [sys.executable, "-m", "attnaudit", "--debug", *cmd[3:], *args], capture_output=True, text=True, timeout=300
+    )
+    assert debug.returncode != 0 and "Traceback" in debug.stderr
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    """A real 64 KiB tmpfs (needs root and mount rights, as CI has); skipped with the reason otherwise."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], capture_output=True)
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {proc.stderr.decode().strip()}")
+    yield mount
+    subprocess.run(["umount", str(mount)], check=False)
+
+
+def test_a_full_disk_is_reported_and_leaves_no_partial_file(full_disk, planted_model_dir):
+    model = load_model(planted_model_dir / "model.pt")  # larger than 64 KiB: does not fit
+    with pytest.raises(AttnauditError, match="no space left on the device"):
+        save_model(full_disk / "model.pt", model)
+    frame = pd.DataFrame({"x": np.random.default_rng(0).random(400_000)})
+    with pytest.raises(AttnauditError, match="no space left.*examples.parquet"):
+        write_parquet(full_disk / "examples.parquet", frame)
+    assert list(full_disk.iterdir()) == []  # neither the target nor a temporary file
+
+
+def test_results_get_the_usual_file_mode(tmp_path):
+    write_json(tmp_path / "a.json", {"x": 1})
+    mode = stat.S_IMODE(os.stat(tmp_path / "a.json").st_mode)
+    assert mode == FILE_MODE and mode & stat.S_IRGRP  # readable by colleagues under the usual umask (022)
+
+
+# -- interruption: kill -9 mid-training, then what the README says ----------------------------------------------
+@pytest.mark.e2e
+def test_sigkill_mid_training_then_the_readme_resume_commands(tmp_path):
+    """Kill the whole Snakemake process group while a model trains; ``snakemake --unlock`` and the same command
+    finish the run, and the model equals an uninterrupted run's (deterministic CPU training)."""
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "corpora": {"options": {"planted": {"n_examples": 400}}},
+                "datasets": {
+                    "planted": {
+                        "corpus": "planted",
+                        "embeddings": {"dim": 20, "epochs": 2},
+                        "grid": {"encoders": ["lstm"], "attentions": ["additive"]},
+                        "train": {"epochs": 12, "lstm_hidden": 32},
+                    }
+                },
+            }
+        )
+    )
+    target = "results/models/planted/lstm-additive-base-s0/metrics.json"
+    clean, killed = tmp_path / "clean", tmp_path / "killed"
+    snakemake(clean, "--cores", "1", target, config=config)
+    cmd = [*SNAKEMAKE, "--directory", str(killed), "--configfile", str(config), "--replace-workflow-config"]
+    proc = subprocess.Popen(
+        [*cmd, "--cores", "1", target], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    log = killed / "logs/train/planted/lstm-additive-base-s0.log"
+    deadline = time.time() + 600
+    while time.time() < deadline and not (log.exists() and "epoch 1:" in log.read_text()):
+        time.sleep(0.2)
+    assert log.exists(), "training never started"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not (killed / target).exists()
+    blocked = snakemake(killed, "--cores", "1", target, config=config, check=False)
+    assert blocked.returncode != 0 and "--unlock" in blocked.stderr  # Snakemake's own lock says what to do
+    snakemake(killed, "--unlock", config=config)
+    snakemake(killed, "--cores", "1", target, config=config)
+    ours, theirs = (json.loads((d / target).read_text()) for d in (killed, clean))
+    assert ours["test"] == theirs["test"] and ours["history"] == theirs["history"]
+    a, b = (torch.load(d / target.replace("metrics.json", "model.pt"), weights_only=False) for d in (killed, clean))
+    assert all(torch.equal(a["state_dict"][k], b["state_dict"][k]) for k in a["state_dict"])

@@ -1,0 +1,506 @@
+"""QA/NLI with query-conditioned attention (J&W §2–§3): the bAbI, SNLI, CNN and MIMIC readers on small files in
+their distribution formats (generated here), bad input, query tokens through tokenise/collate, and the QA model's
+interface (decode with sample dimensions, given attention, gradients, deletions, candidates, save/load)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from attnaudit import AttnauditError
+from attnaudit.corpora import build_corpus, readers
+from attnaudit.corpora.registry import REGISTRY
+from attnaudit.data import collate, encode_split
+from attnaudit.importance import get_method
+from attnaudit.models import load_model, save_model
+from attnaudit.models.qa import QAConfig, QAModel, candidate_ids
+from attnaudit.tokenise.tokenisation import tokenise_documents
+
+# --- bAbI ----------------------------------------------------------------------------------------------------
+
+BABI_STORY = """1 Mary moved to the bathroom.
+2 John went to the hallway.
+3 Where is Mary? \tbathroom\t1
+4 Daniel went back to the hallway.
+5 Sandra moved to the garden.
+6 Where is Daniel? \thallway\t4
+1 Sandra travelled to the office.
+2 Where is Sandra? \toffice\t1
+"""
+
+
+def write_babi(root: Path, task: int, train: str, test: str, size: str = "en-10k") -> None:
+    for split, text in (("train", train), ("test", test)):
+        path = root / readers.babi_path(task, split, size)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def test_babi_reader_passage_query_answer_and_dev_split(tmp_path):
+    write_babi(tmp_path, 1, BABI_STORY * 10, BABI_STORY)
+    frame, info = readers.read_babi(tmp_path, 1)
+    test = frame[frame["split"] == "test"].sort_values("id")
+    first = test.iloc[0]
+    assert first["text"] == "Mary moved to the bathroom . John went to the hallway"
+    assert first["query"] == "Where is Mary"
+    assert info["label_names"][first["label"]] == "bathroom"
+    # the second question sees every earlier story sentence (questions are not part of the passage)
+    assert test.iloc[1]["text"].count(" . ") == 3
+    # a new story (ID 1) starts a new passage
+    assert test.iloc[2]["text"] == "Sandra travelled to the office"
+    counts = frame["split"].value_counts()
+    assert counts["train"] + counts["dev"] == 30 and counts["test"] == 3
+    assert counts["dev"] == round(0.15 * 30) or abs(counts["dev"] - 0.15 * 30) <= 1
+    assert info["questions"]["train"]["answer_not_in_story"] == 0
+
+
+def test_babi_answer_not_in_story_is_counted_not_dropped(tmp_path):
+    bad = "1 Mary moved to the bathroom.\n2 Where is Mary? \tkitchen\t1\n"
+    write_babi(tmp_path, 1, BABI_STORY * 4 + bad, BABI_STORY)
+    frame, info = readers.read_babi(tmp_path, 1)
+    assert info["questions"]["train"]["answer_not_in_story"] == 1
+    assert (frame["label"] == info["label_names"].index("kitchen")).sum() == 1
+
+
+def test_babi_story_that_never_resets_names_file_and_line(tmp_path):
+    broken = "1 Mary moved to the bathroom.\n2 Where is Mary? \tbathroom\t1\n5 John went to the hallway.\n"
+    write_babi(tmp_path, 2, broken, BABI_STORY)
+    with pytest.raises(AttnauditError, match=r"qa2_two-supporting-facts_train\.txt:3: .*restart at ID 1"):
+        readers.read_babi(tmp_path, 2)
+    write_babi(tmp_path, 2, "3 Mary moved to the bathroom.\n", BABI_STORY)
+    with pytest.raises(AttnauditError, match=r"train\.txt:1: line ID 3"):
+        readers.read_babi(tmp_path, 2)
+
+
+def test_babi_malformed_question_line(tmp_path):
+    write_babi(tmp_path, 1, "1 Mary moved.\n2 Where is Mary?\t\t1\n", BABI_STORY)
+    with pytest.raises(AttnauditError, match=r"train\.txt:2: expected 'question\?"):
+        readers.read_babi(tmp_path, 1)
+
+
+def test_babi_registry_pins_the_mirror_files_except_the_missing_one():
+    for name in ("babi1", "babi2", "babi3", "babi3_1k"):
+        spec = REGISTRY[name]
+        assert spec.query and spec.mirror_dir == "babi" and len(spec.files) == 2
+    pinned = {f.path: f.sha256 for f in REGISTRY["babi3"].files}
+    assert pinned[readers.babi_path(3, "train")] is None  # not in the mirror, no established checksum
+    assert all(f.sha256 for n in ("babi1", "babi2", "babi3_1k") for f in REGISTRY[n].files)
+
+
+# --- SNLI ----------------------------------------------------------------------------------------------------
+
+
+def snli_row(gold: str, premise: str | None = "A man plays a guitar.", hypothesis: str = "A person plays.") -> dict:
+    row = {
+        "annotator_labels": [gold],
+        "captionID": "1.jpg#0",
+        "gold_label": gold,
+        "pairID": None,
+        "sentence1_binary_parse": "( A man )",
+        "sentence1_parse": "(ROOT (S (NP (DT A) (NN man))))",
+        "sentence2": hypothesis,
+        "sentence2_binary_parse": "( A person )",
+        "sentence2_parse": "(ROOT (S (NP (DT A) (NN person))))",
+    }
+    if premise is not None:
+        row["sentence1"] = premise
+    return row
+
+
+def write_snli(root: Path, rows: dict[str, list[dict]]) -> Path:
+    path = root / "snli_1.0.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("snli_1.0/README.txt", "SNLI 1.0")
+        for split, split_rows in rows.items():
+            lines = []
+            for i, row in enumerate(split_rows):
+                row = dict(row, pairID=f"{split}{i}r")
+                lines.append(json.dumps(row))
+            archive.writestr(f"snli_1.0/snli_1.0_{split}.jsonl", "\n".join(lines) + "\n")
+    return path
+
+
+def test_snli_reader_drops_and_counts_missing_gold(tmp_path):
+    rows = [snli_row("entailment"), snli_row("-"), snli_row("contradiction"), snli_row("neutral")]
+    write_snli(tmp_path, {s: rows for s in ("train", "dev", "test")})
+    frame, info = readers.read_snli(tmp_path)
+    assert len(frame) == 9
+    assert all(info["per_split"][s]["dropped_no_gold_label"] == 1 for s in ("train", "dev", "test"))
+    test = frame[frame["split"] == "test"]
+    assert [readers.SNLI_LABELS[i] for i in test["label"]] == ["entailment", "contradiction", "neutral"]
+    assert set(test["query"]) == {"A person plays."} and set(test["text"]) == {"A man plays a guitar."}
+
+
+def test_snli_row_without_premise_names_line(tmp_path):
+    rows = [snli_row("entailment"), snli_row("neutral", premise=None)]
+    write_snli(tmp_path, {s: rows for s in ("train", "dev", "test")})
+    with pytest.raises(AttnauditError, match=r"snli_1\.0_train\.jsonl:2: no premise"):
+        readers.read_snli(tmp_path)
+
+
+def test_snli_and_cnn_unpinned_build_warns(tmp_path, caplog):
+    rows = [snli_row("entailment"), snli_row("neutral")]
+    (tmp_path / "mirror" / "snli").mkdir(parents=True)
+    write_snli(tmp_path / "mirror" / "snli", {s: rows for s in ("train", "dev", "test")})
+    frame, manifest = build_corpus("snli", mirror=tmp_path / "mirror", raw_dir=tmp_path / "raw")
+    assert len(frame) == 6 and "query" in frame.columns
+    assert manifest["files"][0]["verified"].startswith("UNPINNED")
+    assert "UNPINNED" in caplog.text
+
+
+# --- CNN -----------------------------------------------------------------------------------------------------
+
+CNN_BLOCKS = [
+    ("@placeholder scored for @entity3", "@entity1", "@entity1 beat @entity3 on sunday , said @entity7 ."),
+    ("@entity1 lost to @placeholder", "@entity7", "@entity7 won ; @entity1 lost ."),
+    ("who won @placeholder", "@entity2", "no entity in this passage at all ."),
+]
+
+
+def write_cnn(root: Path, blocks=CNN_BLOCKS) -> None:
+    (root / "cnn").mkdir(parents=True, exist_ok=True)
+    text = "\n\n".join("\n".join(block) for block in blocks) + "\n"
+    for split in readers.SPLITS:
+        (root / "cnn" / f"{split}.txt").write_text(text)
+
+
+def test_cnn_reader_candidates_and_block_without_entity(tmp_path):
+    write_cnn(tmp_path)
+    frame, info = readers.read_cnn(tmp_path)
+    assert info["blocks"]["train"] == {"blocks": 3, "no_entity_in_passage": 1, "answer_not_in_passage": 0}
+    assert len(frame) == 6
+    names = info["label_names"]
+    assert names == sorted(names, key=lambda e: int(e[len("@entity") :]))
+    assert [names[i] for i in frame[frame["split"] == "test"]["label"]] == ["@entity1", "@entity7"]
+
+
+def test_cnn_short_block_names_line(tmp_path):
+    write_cnn(tmp_path, [*CNN_BLOCKS[:1], ("only a question", "@entity1")])
+    with pytest.raises(AttnauditError, match=r"train\.txt:5: a block needs 3 lines"):
+        readers.read_cnn(tmp_path)
+
+
+def cnn_documents(tmp_path) -> tuple[pd.DataFrame, list[str]]:
+    write_cnn(tmp_path)
+    frame, info = readers.read_cnn(tmp_path)
+    return frame, info["label_names"]
+
+
+def test_tokenise_query_entities_and_answers_in_vocab(tmp_path):
+    docs, _ = cnn_documents(tmp_path)
+    examples, vocab, stats = tokenise_documents(docs, {"min_count": 50}, seed=0)
+    assert "query_tokens" in examples.columns and stats["mean_query_tokens"] > 2
+    assert examples["query_tokens"].iloc[0][0] == "<s>" and "@placeholder" in examples["query_tokens"].iloc[0]
+    assert "@entity1" in examples["tokens"].iloc[0]  # not mapped to qqq
+    assert {"@entity1", "@entity7"} <= set(vocab)  # answers added despite min_count
+    encoded = encode_split(examples, vocab, "test")
+    batch = encoded.batch(np.arange(len(encoded)))
+    assert batch.query_tokens.shape[0] == len(encoded)
+    assert batch.query_mask.sum(dim=1).tolist() == [len(q) for q in encoded.queries]
+
+
+# --- MIMIC ---------------------------------------------------------------------------------------------------
+
+NOTE_HEADER = "ROW_ID,SUBJECT_ID,HADM_ID,CHARTDATE,CHARTTIME,STORETIME,CATEGORY,DESCRIPTION,CGID,ISERROR,TEXT"
+DIAG_HEADER = "ROW_ID,SUBJECT_ID,HADM_ID,SEQ_NUM,ICD9_CODE"
+
+
+def write_mimic(root: Path, gz: bool = True, drop: str | None = None) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    notes = [
+        NOTE_HEADER,
+        '1,10,100,2101-01-01,,,Discharge summary,Report,,,"Admission for DKA.\nHistory of diabetes."',
+        '2,10,100,2101-01-02,,,Discharge summary,Addendum,,,"Addendum text."',
+        '3,11,101,2102-01-01,,,Discharge summary,Report,,,"GI bleed with acute blood loss."',
+        '4,12,102,2103-01-01,,,Discharge summary,Report,,,"Chronic kidney disease, anemia."',
+        '5,13,103,2104-01-01,,,Nursing,Note,,,"Not a discharge summary."',
+        '6,14,104,2105-01-01,,,Discharge summary,Report,,,"Both anemia types."',
+    ]
+    diagnoses = [
+        DIAG_HEADER,
+        "1,10,100,1,25013",
+        "2,11,101,1,2851",
+        "3,12,102,1,28521",
+        "4,12,102,2,25000",
+        "5,13,103,1,2851",
+        "6,14,104,1,2851",
+        "7,14,104,2,28529",
+    ]
+    for name, lines in (("NOTEEVENTS", notes), ("DIAGNOSES_ICD", diagnoses)):
+        if name == drop:
+            continue
+        data = ("\n".join(lines) + "\n").encode()
+        if gz:
+            (root / f"{name}.csv.gz").write_bytes(gzip.compress(data))
+        else:
+            (root / f"{name}.csv").write_bytes(data)
+    return root
+
+
+def test_mimic_diabetes_and_anemia_selection(tmp_path):
+    root = write_mimic(tmp_path / "mimic")
+    frame, info = readers.read_mimic("diabetes", {"path": str(root)})
+    labels = dict(zip(frame["id"], frame["label"]))
+    assert labels == {
+        "mimic_diabetes-100": 1,
+        "mimic_diabetes-101": 0,
+        "mimic_diabetes-102": 1,
+        "mimic_diabetes-104": 0,
+    }
+    assert "Addendum text." in frame.set_index("id").loc["mimic_diabetes-100", "text"]
+    frame, info = readers.read_mimic("anemia", {"path": str(root)})
+    assert dict(zip(frame["id"], frame["label"])) == {"mimic_anemia-101": 0, "mimic_anemia-102": 1}
+    assert info["selection"]["both_anemia_types"] == 1 and info["selection"]["not_selected"] == 1
+    frame, _ = readers.read_mimic("anemia", {"path": str(write_mimic(tmp_path / "plain", gz=False))})
+    assert len(frame) == 2
+
+
+def test_mimic_missing_table_or_path_names_the_files(tmp_path):
+    root = write_mimic(tmp_path / "mimic", drop="DIAGNOSES_ICD")
+    with pytest.raises(AttnauditError, match=r"DIAGNOSES_ICD is missing .*NOTEEVENTS\.csv\[\.gz\], DIAGNOSES_ICD"):
+        readers.read_mimic("diabetes", {"path": str(root)})
+    with pytest.raises(AttnauditError, match=r"corpora\.options\.mimic_anemia\.path"):
+        build_corpus("mimic_anemia", raw_dir=tmp_path / "raw")
+    frame, manifest = build_corpus(
+        "mimic_anemia", raw_dir=tmp_path / "raw", options={"path": str(write_mimic(tmp_path / "ok"))}
+    )
+    assert manifest["source"]["kind"] == "user_data" and len(manifest["files"]) == 2
+
+
+# --- the QA model --------------------------------------------------------------------------------------------
+
+
+def qa_model(encoder="lstm", attention="additive", candidates=(), num_classes=5, seed=0) -> QAModel:
+    torch.manual_seed(seed)
+    cfg = QAConfig(
+        vocab_size=30,
+        num_classes=num_classes,
+        encoder=encoder,
+        attention=attention,
+        embedding_dim=8,
+        lstm_hidden=6,
+        average_hidden=12,
+        cnn_filters=3,
+        marker_ids=(2, 3),
+        candidate_ids=candidates,
+    )
+    return QAModel(cfg, torch.randn(30, 8)).eval()
+
+
+def qa_batch(seed=0, n=4):
+    rng = np.random.default_rng(seed)
+    passages = [np.array([2, *rng.integers(4, 30, size=int(rng.integers(3, 9))), 3]) for _ in range(n)]
+    queries = [np.array([2, *rng.integers(4, 30, size=int(rng.integers(1, 4))), 3]) for _ in range(n)]
+    return collate(passages, labels=rng.integers(0, 5, size=n), ids=[str(i) for i in range(n)], queries=queries)
+
+
+@pytest.mark.parametrize("encoder", ["lstm", "average", "cnn"])
+@pytest.mark.parametrize("attention", ["additive", "dot"])
+def test_qa_interface_decode_with_sample_dimension(encoder, attention):
+    model, batch = qa_model(encoder, attention), qa_batch()
+    out = model(batch)
+    assert out.attention.shape == batch.tokens.shape and out.hidden.shape[:2] == batch.tokens.shape
+    torch.testing.assert_close(out.attention.sum(dim=1), torch.ones(4))
+    assert (out.attention[~batch.mask] == 0).all()
+    # S distributions per instance in one call == one decode per distribution
+    alphas = torch.softmax(torch.randn(4, 3, batch.tokens.shape[1]).masked_fill(~batch.mask[:, None], -1e9), dim=-1)
+    many = model.decode(out.hidden, alphas, out.query)
+    assert many.shape == (4, 3, 5)
+    for s in range(3):
+        torch.testing.assert_close(many[:, s], model.decode(out.hidden, alphas[:, s], out.query))
+    # a given attention replaces the model's own, encoder states unchanged
+    given = model(batch, attention=alphas[:, 0])
+    torch.testing.assert_close(given.logits, many[:, 0])
+    torch.testing.assert_close(given.hidden, out.hidden)
+
+
+def test_qa_attention_and_prediction_depend_on_the_query():
+    model, batch = qa_model(), qa_batch()
+    other = qa_batch(seed=1)
+    swapped = collate(
+        [t[m].numpy() for t, m in zip(batch.tokens, batch.mask)],
+        queries=[t[m].numpy() for t, m in zip(other.query_tokens, other.query_mask)],
+    )
+    a, b = model(batch), model(swapped)
+    torch.testing.assert_close(a.hidden, b.hidden)  # the passage encoder does not see the query
+    assert not torch.allclose(a.attention, b.attention)
+    assert not torch.allclose(a.logits, b.logits)
+
+
+def test_qa_non_linear_decoder_refuses_token_logits_and_needs_a_query():
+    model, batch = qa_model(), qa_batch()
+    assert model.linear_decoder is False
+    with pytest.raises(NotImplementedError, match="non-linear decoder"):
+        model.token_logits(model(batch).hidden)
+    no_query = collate([t[m].numpy() for t, m in zip(batch.tokens, batch.mask)])
+    with pytest.raises(AttnauditError, match="needs the query"):
+        model(no_query)
+
+
+def test_qa_candidates_mask_logits_to_the_passage_entities():
+    # class c's answer word has vocabulary id 10 + c; passages contain some of them
+    model = qa_model(candidates=(10, 11, 12, 13, -1))
+    batch = collate(
+        [np.array([2, 10, 5, 12, 3]), np.array([2, 13, 6, 3]), np.array([2, 5, 6, 3])],
+        queries=[np.array([2, 4, 3])] * 3,
+    )
+    probs = model(batch).probs
+    assert (probs[0, [1, 3, 4]] == 0).all() and (probs[0, [0, 2]] > 0).all()
+    assert (probs[1, [0, 1, 2, 4]] == 0).all()
+    assert (probs[2] > 0).all()  # no candidate in the passage: no mask rather than no answer
+    torch.testing.assert_close(probs.sum(dim=1), torch.ones(3, dtype=probs.dtype))
+
+
+def test_qa_candidate_ids_from_answers():
+    examples = pd.DataFrame({"label": [0, 2, 0], "answer": ["@entity0", "@entity5", "@entity0"]})
+    assert candidate_ids(examples, {"@entity0": 7, "@entity5": 9}, 3) == (7, -1, 9)
+    assert candidate_ids(examples.drop(columns="answer"), {}, 3) == ()
+
+
+def test_qa_gradient_and_loo_are_over_passage_tokens_and_keep_the_query():
+    model, batch = qa_model(), qa_batch()
+    grad = get_method("gradient").attribute(model, batch)
+    loo = get_method("loo").attribute(model, batch)
+    assert grad.shape == loo.shape == batch.tokens.shape
+    assert (grad[~batch.mask] == 0).all() and (grad[batch.mask] > 0).any()
+    # LOO by hand for instance 0, token 1: the query stays with the shortened passage
+    keep = [i for i in range(int(batch.lengths[0])) if i != 1]
+    shorter = collate([batch.tokens[0, keep].numpy()], queries=[batch.query_tokens[0][batch.query_mask[0]].numpy()])
+    expected = 0.5 * (model(shorter).probs[0] - model(batch).probs[0]).abs().sum()
+    torch.testing.assert_close(loo[0, 1], expected)
+
+
+def test_qa_save_load_roundtrip(tmp_path):
+    model, batch = qa_model("average", candidates=(10, 11, 12, 13, 14)), qa_batch()
+    save_model(tmp_path / "model.pt", model)
+    loaded = load_model(tmp_path / "model.pt")
+    assert isinstance(loaded, QAModel) and loaded.cfg.candidate_ids == (10, 11, 12, 13, 14)
+    torch.testing.assert_close(loaded(batch).logits, model(batch).logits)
+
+
+def test_qa_model_learns_a_generated_babi_task(tmp_path):
+    """A tiny bAbI-like task (where is X? → X's last location) trains through the real stages' code."""
+    from attnaudit.train.training import train_model
+
+    rng = np.random.default_rng(0)
+    people, places = ["mary", "john", "sandra"], ["kitchen", "garden", "office", "hallway"]
+    lines = []
+    for _ in range(200):
+        moves = [(str(rng.choice(people)), str(rng.choice(places))) for _ in range(4)]
+        asked = moves[int(rng.integers(4))][0]
+        answer = [where for who, where in moves if who == asked][-1]
+        lines += [f"{n} {who.title()} went to the {where}." for n, (who, where) in enumerate(moves, start=1)]
+        lines.append(f"5 Where is {asked.title()}? \t{answer}\t1")
+    text = "\n".join(lines) + "\n"
+    write_babi(tmp_path / "m", 1, text, text)
+    docs, _ = readers.read_babi(tmp_path / "m", 1)
+    examples, vocab, _ = tokenise_documents(docs, {"min_count": 1}, seed=0)
+    out = tmp_path / "d"
+    out.mkdir()
+    examples.to_parquet(out / "examples.parquet")
+    (out / "vocab.json").write_text(json.dumps(vocab))
+    np.save(tmp_path / "matrix.npy", np.random.default_rng(0).standard_normal((len(vocab), 16)).astype(np.float32))
+    spec = {
+        "encoder": "lstm",
+        "lstm_hidden": 16,
+        "epochs": 25,
+        "batch_size": 20,
+        "selection_metric": "accuracy",
+        "lr": 0.01,
+        "variant": "qa",
+    }
+    model, metrics, predictions = train_model(str(out), str(tmp_path / "matrix.npy"), spec, progress=False)
+    assert isinstance(model, QAModel)
+    chance = 1 / len(places)
+    assert metrics["test"]["accuracy"] > chance + 0.2, metrics["test"]
+
+
+# --- J&W tables: QA rows ---------------------------------------------------------------------------------------
+
+
+def test_jw_tables_qa_overall_rows_and_per_dataset_epsilon(tmp_path):
+    """bAbI rows are compared with J&W's overall τ (all predicted classes pooled); ε is the run's own."""
+    from attnaudit.jain_wallace.tables import ALL_CLASSES, write_tables
+
+    rng = np.random.default_rng(0)
+    runs = []
+    for dataset, corpus, epsilon in (("babi1", "babi1", 0.05), ("sst", "sst", 0.01)):
+        n = 40
+        classes = rng.integers(0, 3, size=n)
+        base = {"id": [str(i) for i in range(n)], "row": np.arange(n), "predicted_class": classes}
+        correlation = pd.DataFrame(
+            {
+                **base,
+                **{
+                    f"{k}_{a}_{b}": rng.uniform(-1, 1, n) if k == "tau" else rng.uniform(0, 0.1, n)
+                    for k in ("tau", "p")
+                    for a, b in (("attention", "gradient"), ("attention", "loo"), ("gradient", "loo"))
+                },
+            }
+        )
+        permutation = pd.DataFrame(
+            {**base, "delta_median": rng.uniform(0, 0.1, n), "max_attention": rng.uniform(size=n)}
+        )
+        adversarial = pd.DataFrame(
+            {
+                **base,
+                "eps_max_jsd": rng.uniform(0, 0.69, n),
+                "n_valid": np.full(n, 5),
+                "max_attention": 0.5,
+                "adversary_valid": [np.ones(5, bool)] * n,
+            }
+        )
+        paths = {}
+        for audit, frame in (("correlation", correlation), ("permutation", permutation), ("adversarial", adversarial)):
+            paths[audit] = tmp_path / f"{dataset}_{audit}.parquet"
+            frame.to_parquet(paths[audit])
+        runs.append(
+            {
+                "dataset": dataset,
+                "corpus": corpus,
+                "model": "lstm-additive-base-s0",
+                "encoder": "lstm",
+                "attention": "additive",
+                "regulariser": "base",
+                "seed": 0,
+                "epsilon": epsilon,
+                **paths,
+            }
+        )
+    tables = write_tables(runs, tmp_path / "out")
+    overall = tables["table2"][(tables["table2"]["dataset"] == "babi1")]
+    assert set(overall["predicted_class"]) == {ALL_CLASSES}  # J&W report bAbI overall only
+    tau_g = overall[overall["measure"] == "tau_g"].iloc[0]
+    assert tau_g["jw_mean"] == 0.25 and tau_g["ours_n"] == 40
+    expected = pd.read_parquet(runs[0]["correlation"])["tau_attention_gradient"].mean()
+    assert tau_g["ours_mean"] == pytest.approx(expected)
+    assert "| babi1 | tau_g | lstm | lstm-additive-base-s0 | all |" in (tmp_path / "out" / "table2.md").read_text()
+    sst = tables["table2"][tables["table2"]["dataset"] == "sst"]
+    assert ALL_CLASSES not in set(sst["predicted_class"])
+    eps = tables["adversarial"].groupby("dataset")["epsilon"].first()
+    assert eps["babi1"] == 0.05 and eps["sst"] == 0.01
+
+
+def _mirror() -> Path | None:
+    import os
+
+    env = os.environ.get("ATTNAUDIT_MIRROR")
+    here = Path(__file__).resolve().parents[2] / "shared" / "corpora"
+    return here if here.is_dir() else (Path(env) if env and Path(env).is_dir() else None)
+
+
+@pytest.mark.skipif(_mirror() is None, reason="no corpus mirror")
+@pytest.mark.parametrize("name", ["babi1", "babi2"])
+def test_babi_from_the_mirror_has_jws_counts(name, tmp_path):
+    """J&W Table 1 / their code: 10,000 train questions → 8,500 train + 1,500 dev; 1,000 test; pinned sha256."""
+    frame, manifest = build_corpus(name, mirror=_mirror(), raw_dir=tmp_path)
+    assert frame["split"].value_counts().to_dict() == {"train": 8500, "dev": 1500, "test": 1000}
+    assert all(f["verified"] == "pinned sha256" for f in manifest["files"])
+    assert manifest["reader"]["questions"]["train"]["answer_not_in_story"] == 0
