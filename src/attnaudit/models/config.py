@@ -58,3 +58,25 @@ class ModelConfig:
     def hidden_dim(self) -> int:
         """Width of the hidden states h_t that attention weighs."""
         return self.encoder_dim + (self.embedding_dim if self.hidden_mode == "concat" else 0)
+
+
+def config_fields(spec: dict, vocab: dict[str, int], num_classes: int, embedding_dim: int) -> dict:
+    """The :class:`ModelConfig` fields of one model-sheet branch (training hyper-parameters ``spec``) that every
+    model kind shares."""
+    from attnaudit.masks import marker_ids
+
+    return {
+        "vocab_size": len(vocab),
+        "num_classes": num_classes,
+        "encoder": spec["encoder"],
+        "attention": spec["attention"],
+        "embedding_dim": embedding_dim,
+        "lstm_hidden": spec["lstm_hidden"],
+        "lstm_layers": spec["lstm_layers"],
+        "cnn_kernels": tuple(spec["cnn_kernels"]),
+        "cnn_filters": spec["cnn_filters"],
+        "average_hidden": spec["average_hidden"],
+        "mlp_hidden": spec["mlp_hidden"],
+        "marker_ids": marker_ids(vocab),
+        "dropout": spec["dropout"],
+    }

@@ -22,10 +22,9 @@ import torch
 from torch import nn
 
 from attnaudit import AttnauditError
-from attnaudit.masks import marker_ids
 from attnaudit.models.batch import Batch
 from attnaudit.models.classifier import AttentionClassifier
-from attnaudit.models.config import ModelConfig
+from attnaudit.models.config import ModelConfig, config_fields
 from attnaudit.models.encoders import build_encoder
 
 
@@ -152,19 +151,7 @@ def build_qa_model(
             f"variant {spec.get('variant')!r}: QA/NLI models support regulariser base and objective classify only"
         )
     cfg = QAConfig(
-        vocab_size=len(vocab),
-        num_classes=num_classes,
-        encoder=spec["encoder"],
-        attention=spec["attention"],
-        embedding_dim=matrix.shape[1],
-        lstm_hidden=spec["lstm_hidden"],
-        lstm_layers=spec["lstm_layers"],
-        cnn_kernels=tuple(spec["cnn_kernels"]),
-        cnn_filters=spec["cnn_filters"],
-        average_hidden=spec["average_hidden"],
-        mlp_hidden=spec["mlp_hidden"],
-        marker_ids=marker_ids(vocab),
-        dropout=spec["dropout"],
+        **config_fields(spec, vocab, num_classes, matrix.shape[1]),
         candidate_ids=candidate_ids(examples, vocab, num_classes),
         decoder_hidden=spec.get("decoder_hidden"),
     )

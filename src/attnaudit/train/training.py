@@ -28,6 +28,7 @@ from attnaudit.data import Encoded, encode_split, iterate_batches, load_examples
 from attnaudit.io import write_json, write_parquet
 from attnaudit.masks import marker_ids
 from attnaudit.models import AttentionClassifier, ModelConfig, pick_device, save_model
+from attnaudit.models.config import config_fields
 from attnaudit.models.qa import build_qa_model
 from attnaudit.objectives import TrainingContext, terms_for
 from attnaudit.specials import SPECIALS
@@ -110,22 +111,7 @@ def predict(
 
 def build_model(spec: dict, vocab: dict[str, int], num_classes: int, matrix: torch.Tensor) -> AttentionClassifier:
     hidden_mode = spec["regulariser"] if spec["regulariser"] in ("concat", "residual") else "plain"
-    cfg = ModelConfig(
-        vocab_size=len(vocab),
-        num_classes=num_classes,
-        encoder=spec["encoder"],
-        attention=spec["attention"],
-        embedding_dim=matrix.shape[1],
-        lstm_hidden=spec["lstm_hidden"],
-        lstm_layers=spec["lstm_layers"],
-        cnn_kernels=tuple(spec["cnn_kernels"]),
-        cnn_filters=spec["cnn_filters"],
-        average_hidden=spec["average_hidden"],
-        mlp_hidden=spec["mlp_hidden"],
-        hidden_mode=hidden_mode,
-        marker_ids=marker_ids(vocab),
-        dropout=spec["dropout"],
-    )
+    cfg = ModelConfig(**config_fields(spec, vocab, num_classes, matrix.shape[1]), hidden_mode=hidden_mode)
     return AttentionClassifier(cfg, matrix)
 
 
