@@ -85,6 +85,11 @@ def number(key, label, value, *, ci=None, unit="", citation="", headline=False, 
     }
 
 
+def share(key, label, fraction, citation="") -> dict:
+    """A headline share of instances, ``fraction`` in [0, 1], shown in % with one decimal."""
+    return number(key, label, 100 * fraction, unit="%", digits=1, citation=citation, headline=True)
+
+
 def check(key, text, rule, passed, citation="") -> dict:
     return {
         "key": key,

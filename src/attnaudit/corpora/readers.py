@@ -65,6 +65,16 @@ def parse_sst_tree(line: str, where: str) -> tuple[int, str]:
     return int(root.group(1)), " ".join(_ptb_leaf(leaf) for leaf in leaves)
 
 
+def read_member(archive: zipfile.ZipFile, path: Path, member: str) -> bytes:
+    """One member of a distribution zip; a missing or corrupt member names the archive and the member."""
+    try:
+        return archive.read(member)
+    except KeyError as err:
+        raise AttnauditError(f"{path}: member {member} is missing") from err
+    except (zipfile.BadZipFile, EOFError, OSError, ValueError) as err:  # CRC error, truncated member
+        raise AttnauditError(f"{path}: cannot read member {member} (corrupt archive?): {err}") from err
+
+
 def read_sst(root: Path) -> tuple[pd.DataFrame, dict]:
     """SST from ``trainDevTestTrees_PTB.zip`` (J&W §3): binary sentence-level sentiment.
 
@@ -76,12 +86,7 @@ def read_sst(root: Path) -> tuple[pd.DataFrame, dict]:
     with open_zip(path) as archive:
         for split in SPLITS:
             member = f"trees/{split}.txt"
-            try:
-                raw = archive.read(member)
-            except KeyError as err:
-                raise AttnauditError(f"{path}: member {member} is missing") from err
-            except (zipfile.BadZipFile, EOFError, OSError, ValueError) as err:  # CRC error, truncated member
-                raise AttnauditError(f"{path}: cannot read member {member} (corrupt archive?): {err}") from err
+            raw = read_member(archive, path, member)
             dropped[split] = 0
             for i, line in enumerate(raw.decode("utf-8").splitlines()):
                 if not line.strip():
@@ -681,10 +686,7 @@ def read_snli(root: Path) -> tuple[pd.DataFrame, dict]:
     with open_zip(path) as archive:
         for split in SPLITS:
             member = f"snli_1.0/snli_1.0_{split}.jsonl"
-            try:
-                data = archive.read(member)
-            except KeyError as err:
-                raise AttnauditError(f"{path}: member {member} is missing") from err
+            data = read_member(archive, path, member)
             kept, info[split] = read_snli_jsonl(f"{path}:{member}", split, data.decode("utf-8"))
             rows += kept
     return _frame(rows, extra=("query",)), {"per_split": info, "label_order": list(SNLI_LABELS)}

@@ -4,7 +4,7 @@ Alg. 1) with bootstrap 95 % CIs over instances; permutation (§4.2.1, Alg. 2) an
 
 from __future__ import annotations
 
-from attnaudit.cards.summary import bootstrap_ci, check, existing, make_summary, number
+from attnaudit.cards.summary import bootstrap_ci, check, existing, make_summary, number, share
 from attnaudit.io import read_parquet
 
 TITLE = "Jain & Wallace (2019): attention vs gradients and LOO, permuted and adversarial attention"
@@ -57,17 +57,8 @@ def summary(inputs: dict, *, dataset: str, model: str, options: dict) -> dict:
                 citation="J&W §4.2.1, Fig. 3",
             )
         )
-        numbers.append(
-            number(
-                "permutation_insensitive",
-                f"instances with median Δŷ < {options['delta_median']}",
-                100 * small,
-                unit="%",
-                digits=1,
-                citation="J&W §4.2.1",
-                headline=True,
-            )
-        )
+        label = f"instances with median Δŷ < {options['delta_median']}"
+        numbers.append(share("permutation_insensitive", label, small, citation="J&W §4.2.1"))
         checks.append(
             check(
                 "jw_permutation",
@@ -95,17 +86,8 @@ def summary(inputs: dict, *, dataset: str, model: str, options: dict) -> dict:
                 headline=True,
             )
         )
-        numbers.append(
-            number(
-                "adversary_found",
-                f"instances with ε-max JSD > {options['eps_max_jsd']}",
-                100 * found,
-                unit="%",
-                digits=1,
-                citation="J&W §4.2.2",
-                headline=True,
-            )
-        )
+        label = f"instances with ε-max JSD > {options['eps_max_jsd']}"
+        numbers.append(share("adversary_found", label, found, citation="J&W §4.2.2"))
         checks.append(
             check(
                 "jw_adversarial",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnaudit.cards.summary import check, existing, make_summary, number
+from attnaudit.cards.summary import check, existing, make_summary, number, share
 from attnaudit.io import read_json, read_parquet
 
 TITLE = "Wiegreffe & Pinter (2019): uniform attention and seed variance as baselines"
@@ -60,15 +60,7 @@ def summary(inputs: dict, *, dataset: str, model: str, options: dict) -> dict:
                 frame["jsd_median"].mean(),
                 citation="W&P §3.3, Fig. 3",
             ),
-            number(
-                "beyond_every_seed",
-                "instances whose adversary is beyond every seed",
-                100 * beyond,
-                unit="%",
-                digits=1,
-                citation="W&P §3.3",
-                headline=True,
-            ),
+            share("beyond_every_seed", "instances whose adversary is beyond every seed", beyond, citation="W&P §3.3"),
         ]
         checks.append(
             check(
