@@ -18,6 +18,7 @@ include: "rules/jain_wallace.smk"
 include: "rules/saliency.smk"
 include: "rules/wiegreffe_pinter.smk"
 include: "rules/tutek_snajder.smk"
+include: "rules/tables.smk"
 include: "rules/cards.smk"
 include: "rules/explorer.smk"
 

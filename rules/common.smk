@@ -206,6 +206,23 @@ def all_targets():
     return targets
 
 
+# -- tables: one set per dataset, combined on top ------------------------------------------------------------
+# paper → {"category": its report category, "files": {file name: datasets}}; filled by combined_tables() calls in
+# each rules/<stage>.smk and turned into one combining rule per paper by rules/tables.smk
+COMBINED_TABLES = {}
+
+
+def combined_tables(paper, category, files):
+    """Declare that ``paper``'s stage writes ``results/tables/<paper>/<dataset>/<file>`` for each file's datasets.
+    Per-dataset tables are what a run keeps (a run on other datasets never erases them); the table over this
+    run's datasets, ``results/tables/<paper>/<file>``, is combined from them for the report and the README."""
+    COMBINED_TABLES[paper] = {"category": category, "files": {name: ds for name, ds in files.items() if ds}}
+
+
+def combined_table_targets(paper):
+    return [f"results/tables/{paper}/{name}" for name in COMBINED_TABLES.get(paper, {}).get("files", {})]
+
+
 # -- audits (shared by every audit stage) ---------------------------------------------------------------------
 def audit_chunks(dataset):
     """Instance chunks for one dataset's audits: audits.chunks_per_dataset.<name>, else audits.chunks."""
@@ -251,24 +268,34 @@ def jw_figure_models(dataset):
     return [m for m in audited_models(dataset) if variant(dataset, m)["regulariser"] == "base"]
 
 
-def jw_runs():
-    """Every audited model with its sheet fields and the paths of its three gathered audits (for the tables)."""
+def jw_runs(dataset):
+    """Every audited model of ``dataset`` with its sheet fields, the paths of its three gathered audits and the
+    corpus manifest (class names) — one dataset's tables."""
     runs = []
-    for dataset in DATASETS:
-        for model in audited_models(dataset):
-            spec = train_spec(dataset, model)
-            run = {"dataset": dataset, "model": model, "corpus": corpus_of(dataset)}
-            run.update({k: spec[k] for k in ("encoder", "attention", "regulariser")})
-            run.update({"seed": spec["seed"], "selection": spec.get("selection", "best"), "variant": spec["variant"]})
-            run.update({audit.removeprefix("jw_"): jw_audit_path(dataset, model, audit) for audit in JW_AUDITS})
-            run["epsilon"] = json.loads(jw_options(dataset, "adversarial"))["adversarial"]["epsilon"]
-            runs.append(run)
+    for model in audited_models(dataset):
+        spec = train_spec(dataset, model)
+        run = {"dataset": dataset, "model": model, "corpus": corpus_of(dataset), "manifest": manifest_path(dataset)}
+        run.update({k: spec[k] for k in ("encoder", "attention", "regulariser")})
+        run.update({"seed": spec["seed"], "selection": spec.get("selection", "best"), "variant": spec["variant"]})
+        run.update({audit.removeprefix("jw_"): jw_audit_path(dataset, model, audit) for audit in JW_AUDITS})
+        run["epsilon"] = json.loads(jw_options(dataset, "adversarial"))["adversarial"]["epsilon"]
+        runs.append(run)
     return runs
+
+
+def jw_run_files(wildcards):
+    """What one dataset's J&W tables read: the gathered audits of its models and the corpus manifest."""
+    runs = jw_runs(wildcards.dataset)
+    return [manifest_path(wildcards.dataset)] + [run[a.removeprefix("jw_")] for run in runs for a in JW_AUDITS]
+
+
+def jw_table_datasets():
+    return [d for d in DATASETS if audited_models(d)]
 
 
 def jain_wallace_targets():
     return (
-        [f"results/tables/jain_wallace/{t}" for t in JW_TABLES]
+        combined_table_targets("jain_wallace")
         + [f"results/figures/jain_wallace/{d}/{f}.png" for d in DATASETS for f in JW_FIGURES if jw_figure_models(d)]
         + [f"results/figures/jain_wallace/{d}/heatmaps/{m}.html" for d in DATASETS for m in audited_models(d)]
     )
@@ -288,31 +315,35 @@ def saliency_importance(dataset, model):
     return [importance_path(dataset, model, method) for method in config["saliency"]["methods"]]
 
 
-def saliency_runs():
+def saliency_runs(dataset):
     return [
         {
-            "dataset": d,
+            "dataset": dataset,
             "model": m,
-            "agreement": f"results/audits/{d}/{m}/saliency_agreement.parquet",
-            "faithfulness": f"results/audits/{d}/{m}/saliency_faithfulness.parquet",
-            "importance": saliency_importance(d, m),
+            "agreement": f"results/audits/{dataset}/{m}/saliency_agreement.parquet",
+            "faithfulness": f"results/audits/{dataset}/{m}/saliency_faithfulness.parquet",
+            "importance": saliency_importance(dataset, m),
         }
-        for d in SAL_DATASETS
-        for m in saliency_models(d)
+        for m in saliency_models(dataset)
     ]
 
 
+def saliency_run_files(wildcards):
+    runs = saliency_runs(wildcards.dataset)
+    return [p for run in runs for p in (run["agreement"], run["faithfulness"], *run["importance"])]
+
+
+def saliency_table_datasets():
+    return [d for d in SAL_DATASETS if saliency_models(d)]
+
+
 def saliency_targets():
-    return (
-        [f"results/tables/bastings_filippova/{t}.csv" for t in SAL_TABLES]
-        + (["results/tables/bastings_filippova/planted.csv"] if SAL_PLANTED else [])
-        + [
-            f"results/figures/bastings_filippova/{d}/{m}/{f}.png"
-            for d in SAL_DATASETS
-            for m in saliency_models(d)
-            for f in ("agreement", "faithfulness")
-        ]
-    )
+    return combined_table_targets("bastings_filippova") + [
+        f"results/figures/bastings_filippova/{d}/{m}/{f}.png"
+        for d in SAL_DATASETS
+        for m in saliency_models(d)
+        for f in ("agreement", "faithfulness")
+    ]
 
 
 # -- Wiegreffe & Pinter ------------------------------------------------------------------------------------------
@@ -370,27 +401,29 @@ def wp_metrics(dataset, model):
     return f"{model_dir(dataset, model)}/metrics.json"
 
 
-def wp_uniform_runs():
-    runs = []
-    for d in WP["datasets"]:
-        roles = wp_roles(d)
-        for role, models in (("base", [roles["base"], *roles["seeds"]]), ("uniform", roles["uniform"])):
-            runs += [
-                {"dataset": d, "corpus": corpus_of(d), "model": m, "role": role, "seed": variant(d, m)["seed"]}
-                | {"metrics": wp_metrics(d, m)}
-                for m in sorted(models)
-            ]
+def wp_uniform_runs(dataset):
+    runs, roles = [], wp_roles(dataset)
+    for role, models in (("base", [roles["base"], *roles["seeds"]]), ("uniform", roles["uniform"])):
+        runs += [
+            {"dataset": dataset, "corpus": corpus_of(dataset), "model": m, "role": role}
+            | {"seed": variant(dataset, m)["seed"], "metrics": wp_metrics(dataset, m)}
+            for m in sorted(models)
+        ]
     return runs
 
 
-def wp_diagnostic_runs():
+def wp_diagnostic_runs(dataset):
     return [
-        {"dataset": d, "corpus": corpus_of(d), "model": m, "guide": guide, "seed": variant(d, m)["seed"]}
-        | {"metrics": wp_metrics(d, m)}
-        for d in WP["datasets"]
-        for guide, models in sorted(wp_roles(d)["diagnostic"].items())
+        {"dataset": dataset, "corpus": corpus_of(dataset), "model": m, "guide": guide}
+        | {"seed": variant(dataset, m)["seed"], "metrics": wp_metrics(dataset, m)}
+        for guide, models in sorted(wp_roles(dataset)["diagnostic"].items())
         for m in sorted(models)
     ]
+
+
+def wp_run_metrics(runs):
+    """Input function: the metrics files of ``runs(dataset)``."""
+    return lambda wildcards: [run["metrics"] for run in runs(wildcards.dataset)]
 
 
 def wp_imitation_path(dataset, model):
@@ -405,16 +438,11 @@ def imitating_models(dataset):
 def wiegreffe_pinter_targets():
     if not WP["datasets"]:
         return []
-    tables = ["table2_uniform", "seed_variance", "diagnostic_mlp"]
-    return (
-        [f"results/tables/wiegreffe_pinter/{t}.{x}" for t in tables for x in ("csv", "md")]
-        + [f"results/tables/wiegreffe_pinter/adversary_{d}.csv" for d in WP["datasets"]]
-        + [
-            f"results/figures/wiegreffe_pinter/{d}/{f}.png"
-            for d in WP["datasets"]
-            for f in ("fig3_seed_variance", "fig3_seed_variance_scatter", "fig_adversary_jsd_tvd")
-        ]
-    )
+    return combined_table_targets("wiegreffe_pinter") + [
+        f"results/figures/wiegreffe_pinter/{d}/{f}.png"
+        for d in WP["datasets"]
+        for f in ("fig3_seed_variance", "fig3_seed_variance_scatter", "fig_adversary_jsd_tvd")
+    ]
 
 
 # -- Tutek & Šnajder ---------------------------------------------------------------------------------------------
@@ -436,51 +464,47 @@ def ts_has_mi(dataset, model):
     return fields["attention"] == "additive" and fields["regulariser"] != "concat"
 
 
-def ts_runs():
+def ts_runs(d):
+    """One dataset's T&Š runs: sheet fields and the audit files the tables, figures and summary read."""
     runs = []
-    for d in TS["datasets"]:
-        for m in sorted(ts_models(d)):  # sorted: reordering the sheet changes no parameter
-            spec = train_spec(d, m)
-            run = {"dataset": d, "corpus": corpus_of(d), "model": m, "dataset_dir": f"results/datasets/{d}"}
-            run |= {"regulariser": spec["regulariser"], "attention": spec["attention"], "seed": spec["seed"]}
-            run |= {"layers": spec.get("lstm_layers", 1)}
-            run |= {
-                "fragility": ts_audit_path(d, m, "fragility.json"),
-                "token_probability": ts_audit_path(d, m, "token_probability.parquet"),
-                "mutual_information": ts_audit_path(d, m, "mutual_information.json") if ts_has_mi(d, m) else None,
-                "jw_correlation": jw_audit_path(d, m, "jw_correlation"),
-                "jw_adversarial": jw_audit_path(d, m, "jw_adversarial"),
-                "saliency_faithfulness": (
-                    f"results/audits/{d}/{m}/saliency_faithfulness.parquet"
-                    if d in SAL_DATASETS and m in saliency_models(d)
-                    else None
-                ),
-            }
-            runs.append(run)
+    for m in sorted(ts_models(d)):  # sorted: reordering the sheet changes no parameter
+        spec = train_spec(d, m)
+        run = {"dataset": d, "corpus": corpus_of(d), "model": m, "dataset_dir": f"results/datasets/{d}"}
+        run |= {"regulariser": spec["regulariser"], "attention": spec["attention"], "seed": spec["seed"]}
+        run |= {"layers": spec.get("lstm_layers", 1)}
+        run |= {
+            "fragility": ts_audit_path(d, m, "fragility.json"),
+            "token_probability": ts_audit_path(d, m, "token_probability.parquet"),
+            "mutual_information": ts_audit_path(d, m, "mutual_information.json") if ts_has_mi(d, m) else None,
+            "jw_correlation": jw_audit_path(d, m, "jw_correlation"),
+            "jw_adversarial": jw_audit_path(d, m, "jw_adversarial"),
+            "saliency_faithfulness": (
+                f"results/audits/{d}/{m}/saliency_faithfulness.parquet"
+                if d in SAL_DATASETS and m in saliency_models(d)
+                else None
+            ),
+        }
+        runs.append(run)
     return runs
 
 
 def ts_run_files(keys):
-    return [run[k] for run in ts_runs() for k in keys if run.get(k)]
+    """Input function: the files ``keys`` of one dataset's T&Š runs."""
+    return lambda wildcards: [run[k] for run in ts_runs(wildcards.dataset) for k in keys if run.get(k)]
 
 
-def ts_imitations():
+def ts_imitations(wildcards):
     """Imitation results of the models that imitate one of T&Š's models (§4.3, Fig. 1)."""
-    return [
-        wp_imitation_path(d, m)
-        for d in TS["datasets"]
-        for m in sorted(imitating_models(d))
-        if variant(d, m)["teacher"] in ts_models(d)
-    ]
+    d = wildcards.dataset
+    return [wp_imitation_path(d, m) for m in sorted(imitating_models(d)) if variant(d, m)["teacher"] in ts_models(d)]
 
 
 def tutek_snajder_targets():
-    if not TS["datasets"]:
-        return []
-    tables = ["table1_fragility", "table2_mutual_information", "table3_token_probability", "table6_layers"]
-    return [
-        f"results/tables/tutek_snajder/{t}.{x}" for t in [*tables, "directions", "summary"] for x in ("csv", "md")
-    ] + [f"results/figures/tutek_snajder/{f}.png" for f in ("fragility", "fig2_token_probability", "fig1_adversary")]
+    return combined_table_targets("tutek_snajder") + [
+        f"results/figures/tutek_snajder/{d}/{f}.png"
+        for d in TS["datasets"]
+        for f in ("fragility", "fig2_token_probability", "fig1_adversary")
+    ]
 
 
 # -- audit cards and the explorer ----------------------------------------------------------------------------------

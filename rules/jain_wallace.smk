@@ -124,34 +124,27 @@ rule jw_gather:
 
 
 rule jw_tables:
-    """Per dataset × model × predicted class summaries (J&W Table 2 layout) and ours next to J&W Table 2."""
+    """One dataset's per model × predicted class summaries (J&W Table 2 layout) and ours next to J&W Table 2."""
     input:
-        [jw_audit_path(d, m, a) for d in DATASETS for m in audited_models(d) for a in JW_AUDITS],
+        jw_run_files,
     output:
-        **{
-            Path(name).stem
-            + ("_md" if name.endswith(".md") else ""): report(
-                f"results/tables/jain_wallace/{name}",
-                caption=f"../report/jain_wallace/{Path(name).stem}.rst",
-                category=JW_REPORT,
-                subcategory="Tables",
-                labels={"table": name},
-            )
-            for name in JW_TABLES
-        },
+        [f"results/tables/jain_wallace/{{dataset}}/{name}" for name in JW_TABLES],
     log:
-        "logs/jw_tables/tables.log",
+        "logs/jw_tables/{dataset}.log",
     benchmark:
-        "benchmarks/jw_tables/tables.tsv"
+        "benchmarks/jw_tables/{dataset}.tsv"
     conda:
         "../envs/attnaudit.yaml"
     params:
-        runs=as_json(jw_runs()),
+        runs=lambda wc: as_json(jw_runs(wc.dataset)),
         options=as_json(JW),
-        out_dir=subpath(output.correlation, parent=True),
+        out_dir=lambda wc, output: Path(output[0]).parent,
     shell:
         "python -m attnaudit jain-wallace tables --runs {params.runs:q} --out-dir {params.out_dir:q}"
         " --options {params.options:q} > {log:q} 2>&1"
+
+
+combined_tables("jain_wallace", JW_REPORT, {name: jw_table_datasets() for name in JW_TABLES})
 
 
 rule jw_figures:
@@ -160,6 +153,7 @@ rule jw_figures:
         correlation=lambda wc: [jw_audit_path(wc.dataset, m, "jw_correlation") for m in jw_figure_models(wc.dataset)],
         permutation=lambda wc: [jw_audit_path(wc.dataset, m, "jw_permutation") for m in jw_figure_models(wc.dataset)],
         adversarial=lambda wc: [jw_audit_path(wc.dataset, m, "jw_adversarial") for m in jw_figure_models(wc.dataset)],
+        manifest=lambda wc: manifest_path(wc.dataset),
     output:
         **{
             name: report(
@@ -185,7 +179,7 @@ rule jw_figures:
         "python -m attnaudit jain-wallace figures --dataset {wildcards.dataset} --models {params.models}"
         " --correlation {input.correlation:q} --permutation {input.permutation:q}"
         " --adversarial {input.adversarial:q} --variants {params.variants:q} --out-dir {params.out_dir:q}"
-        " > {log:q} 2>&1"
+        " --manifest {input.manifest:q} > {log:q} 2>&1"
 
 
 rule jw_heatmaps:
@@ -193,6 +187,7 @@ rule jw_heatmaps:
     input:
         adversarial="results/audits/{dataset}/{model}/jw_adversarial.parquet",
         examples="results/datasets/{dataset}/examples.parquet",
+        manifest=lambda wc: manifest_path(wc.dataset),
     output:
         report(
             "results/figures/jain_wallace/{dataset}/heatmaps/{model}.html",
@@ -214,7 +209,7 @@ rule jw_heatmaps:
     shell:
         "python -m attnaudit jain-wallace heatmaps --dataset {wildcards.dataset} --model {wildcards.model}"
         " --adversarial {input.adversarial:q} --dataset-dir {params.dataset_dir:q} --out {output:q}"
-        " --options {params.options:q} --seed {params.seed} > {log:q} 2>&1"
+        " --options {params.options:q} --seed {params.seed} --manifest {input.manifest:q} > {log:q} 2>&1"
 
 
 # the audit card's part of this stage (rules/cards.smk gathers the summaries of every stage registered here)

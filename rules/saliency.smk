@@ -85,64 +85,47 @@ rule saliency_gather:
 
 
 rule saliency_tables:
-    """Agreement, faithfulness (with AOPC), cost and IG convergence over every dataset × model."""
+    """One dataset's agreement, faithfulness (with AOPC), cost and IG convergence over its audited models."""
     input:
-        [p for run in saliency_runs() for key in ("agreement", "faithfulness") for p in [run[key]]],
-        [p for run in saliency_runs() for p in run["importance"]],
+        saliency_run_files,
     output:
-        **{
-            name: report(
-                f"results/tables/bastings_filippova/{name}.csv",
-                caption=f"../report/bastings_filippova/{name}.rst",
-                category=SAL_REPORT,
-                subcategory="Tables",
-                labels={"table": name},
-            )
-            for name in SAL_TABLES
-        },
+        [f"results/tables/bastings_filippova/{{dataset}}/{name}.csv" for name in SAL_TABLES],
     log:
-        "logs/saliency_tables/tables.log",
+        "logs/saliency_tables/{dataset}.log",
     benchmark:
-        "benchmarks/saliency_tables/tables.tsv"
+        "benchmarks/saliency_tables/{dataset}.tsv"
     conda:
         "../envs/attnaudit.yaml"
     params:
-        runs=as_json(saliency_runs()),
-        out_dir=subpath(output.agreement, parent=True),
+        runs=lambda wc: as_json(saliency_runs(wc.dataset)),
+        out_dir=lambda wc, output: Path(output[0]).parent,
     shell:
         "python -m attnaudit saliency tables --runs {params.runs:q} --out-dir {params.out_dir:q} > {log:q} 2>&1"
 
 
 rule saliency_planted:
-    """Precision@k of the planted tokens for every method (the ground truth of the planted corpus)."""
+    """Precision@k of the planted tokens for every method (the ground truth of a planted corpus)."""
     input:
-        scores=[p for d in SAL_PLANTED for m in saliency_models(d) for p in saliency_importance(d, m)],
-        examples=[f"results/datasets/{d}/examples.parquet" for d in SAL_PLANTED],
+        scores=lambda wc: [p for m in saliency_models(wc.dataset) for p in saliency_importance(wc.dataset, m)],
+        examples="results/datasets/{dataset}/examples.parquet",
     output:
-        report(
-            "results/tables/bastings_filippova/planted.csv",
-            caption="../report/bastings_filippova/planted.rst",
-            category=SAL_REPORT,
-            subcategory="Tables",
-            labels={"table": "planted precision@k"},
-        ),
+        "results/tables/bastings_filippova/{dataset}/planted.csv",
     log:
-        "logs/saliency_planted/planted.log",
+        "logs/saliency_planted/{dataset}.log",
     benchmark:
-        "benchmarks/saliency_planted/planted.tsv"
+        "benchmarks/saliency_planted/{dataset}.tsv"
     conda:
         "../envs/attnaudit.yaml"
     params:
-        runs=as_json(
+        runs=lambda wc: as_json(
             [
                 {
-                    "dataset": d,
-                    "dataset_dir": f"results/datasets/{d}",
+                    "dataset": wc.dataset,
+                    "dataset_dir": f"results/datasets/{wc.dataset}",
                     "model": m,
-                    "scores": saliency_importance(d, m),
+                    "scores": saliency_importance(wc.dataset, m),
                 }
-                for d in SAL_PLANTED
-                for m in saliency_models(d)
+                for m in saliency_models(wc.dataset)
             ]
         ),
         options=as_json({"planted_k": SAL["planted_k"], "rankings": SAL["rankings"]}),
@@ -150,6 +133,14 @@ rule saliency_planted:
     shell:
         "python -m attnaudit saliency planted --runs {params.runs:q} --split {params.split}"
         " --options {params.options:q} --out {output:q} > {log:q} 2>&1"
+
+
+combined_tables(
+    "bastings_filippova",
+    SAL_REPORT,
+    {f"{name}.csv": saliency_table_datasets() for name in SAL_TABLES}
+    | ({"planted.csv": SAL_PLANTED} if SAL_PLANTED else {}),
+)
 
 
 rule saliency_figures:

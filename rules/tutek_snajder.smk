@@ -5,6 +5,13 @@
 
 TS_REPORT = "Tutek & Šnajder 2020"
 TS_TABLES = "results/tables/tutek_snajder"
+TS_TABLE_NAMES = [
+    "table1_fragility",
+    "table2_mutual_information",
+    "table3_token_probability",
+    "table6_layers",
+    "directions",
+]
 TS_MODEL_INPUT = {
     "model": "results/models/{dataset}/{model}/model.pt",
     "examples": "results/datasets/{dataset}/examples.parquet",
@@ -87,37 +94,21 @@ rule ts_token_probability:
 
 
 rule ts_tables:
-    """T&Š Tables 1, 2, 3 and 6 with the paper's numbers beside ours, and whether its claims hold here."""
+    """T&Š Tables 1, 2, 3 and 6 of one dataset with the paper's numbers beside ours, and whether its claims hold."""
     input:
         ts_run_files(["fragility", "mutual_information", "token_probability"]),
     output:
-        **{
-            f"{name}_{ext}": report(
-                f"{TS_TABLES}/{name}.{ext}",
-                caption=f"../report/tutek_snajder/{name}.rst",
-                category=TS_REPORT,
-                subcategory="Tables",
-                labels={"table": f"{name}.{ext}"},
-            )
-            for name in (
-                "table1_fragility",
-                "table2_mutual_information",
-                "table3_token_probability",
-                "table6_layers",
-                "directions",
-            )
-            for ext in ("csv", "md")
-        },
+        [f"{TS_TABLES}/{{dataset}}/{name}.{ext}" for name in TS_TABLE_NAMES for ext in ("csv", "md")],
     log:
-        "logs/ts_tables/tables.log",
+        "logs/ts_tables/{dataset}.log",
     benchmark:
-        "benchmarks/ts_tables/tables.tsv"
+        "benchmarks/ts_tables/{dataset}.tsv"
     conda:
         "../envs/attnaudit.yaml"
     params:
-        runs=as_json(ts_runs()),
+        runs=lambda wc: as_json(ts_runs(wc.dataset)),
         f1=TS["tables"]["f1"],
-        out_dir=subpath(output.directions_csv, parent=True),
+        out_dir=lambda wc, output: Path(output[0]).parent,
     shell:
         "python -m attnaudit tutek-snajder tables --runs {params.runs:q} --out-dir {params.out_dir:q}"
         " --f1 {params.f1} > {log:q} 2>&1"
@@ -127,42 +118,41 @@ rule ts_figures:
     """ΔF1 per regulariser, T&Š Fig. 2 (per-token probability) and Fig. 1 (imitating adversaries, JSD vs TVD)."""
     input:
         ts_run_files(["fragility", "token_probability"]),
-        imitations=ts_imitations(),
+        imitations=ts_imitations,
     output:
         fragility=report(
-            "results/figures/tutek_snajder/fragility.png",
+            "results/figures/tutek_snajder/{dataset}/fragility.png",
             caption="../report/tutek_snajder/fragility_figure.rst",
             category=TS_REPORT,
-            subcategory="Figures",
+            subcategory="{dataset}",
         ),
         token_probability=report(
-            "results/figures/tutek_snajder/fig2_token_probability.png",
+            "results/figures/tutek_snajder/{dataset}/fig2_token_probability.png",
             caption="../report/tutek_snajder/fig2_token_probability.rst",
             category=TS_REPORT,
-            subcategory="Figures",
+            subcategory="{dataset}",
         ),
         adversary=report(
-            "results/figures/tutek_snajder/fig1_adversary.png",
+            "results/figures/tutek_snajder/{dataset}/fig1_adversary.png",
             caption="../report/tutek_snajder/fig1_adversary.rst",
             category=TS_REPORT,
-            subcategory="Figures",
+            subcategory="{dataset}",
         ),
     log:
-        "logs/ts_figures/figures.log",
+        "logs/ts_figures/{dataset}.log",
     benchmark:
-        "benchmarks/ts_figures/figures.tsv"
+        "benchmarks/ts_figures/{dataset}.tsv"
     conda:
         "../envs/attnaudit.yaml"
     params:
-        runs=as_json(ts_runs()),
+        runs=lambda wc: as_json(ts_runs(wc.dataset)),
         figures=dict(sorted(TS["figures"].items())),
-        dataset=f"--dataset {TS['figures']['dataset']}" if TS["figures"]["dataset"] else "",
         f1=TS["tables"]["f1"],
     shell:
         "python -m attnaudit tutek-snajder figures --runs {params.runs:q} --out-fragility {output.fragility:q}"
         " --out-token-probability {output.token_probability:q} --out-adversary {output.adversary:q}"
         " --imitations {input.imitations:q} --n-examples {params.figures[n_examples]}"
-        " --max-tokens {params.figures[max_tokens]} {params.dataset} --f1 {params.f1} > {log:q} 2>&1"
+        " --max-tokens {params.figures[max_tokens]} --dataset {wildcards.dataset} --f1 {params.f1} > {log:q} 2>&1"
 
 
 rule ts_summary:
@@ -170,24 +160,26 @@ rule ts_summary:
     input:
         ts_run_files(["jw_correlation", "jw_adversarial", "saliency_faithfulness"]),
     output:
-        csv=report(
-            f"{TS_TABLES}/summary.csv",
-            caption="../report/tutek_snajder/summary.rst",
-            category=TS_REPORT,
-            subcategory="Tables",
-        ),
-        md=f"{TS_TABLES}/summary.md",
+        csv=f"{TS_TABLES}/{{dataset}}/summary.csv",
+        md=f"{TS_TABLES}/{{dataset}}/summary.md",
     log:
-        "logs/ts_summary/summary.log",
+        "logs/ts_summary/{dataset}.log",
     benchmark:
-        "benchmarks/ts_summary/summary.tsv"
+        "benchmarks/ts_summary/{dataset}.tsv"
     conda:
         "../envs/attnaudit.yaml"
     params:
-        runs=as_json(ts_runs()),
+        runs=lambda wc: as_json(ts_runs(wc.dataset)),
     shell:
         "python -m attnaudit tutek-snajder summary --runs {params.runs:q} --out-csv {output.csv:q}"
         " --out-md {output.md:q} > {log:q} 2>&1"
+
+
+combined_tables(
+    "tutek_snajder",
+    TS_REPORT,
+    {f"{name}.{ext}": TS["datasets"] for name in [*TS_TABLE_NAMES, "summary"] for ext in ("csv", "md")},
+)
 
 
 # the audit card's part of this stage (rules/cards.smk gathers the summaries of every stage registered here)

@@ -10,23 +10,18 @@ WP_TABLES = "results/tables/wiegreffe_pinter"
 rule wp_uniform:
     """Base vs uniform-attention F1 over seeds next to J&W's and W&P's numbers (W&P §3.2, Table 2)."""
     input:
-        [run["metrics"] for run in wp_uniform_runs()],
+        wp_run_metrics(wp_uniform_runs),
     output:
-        csv=report(
-            f"{WP_TABLES}/table2_uniform.csv",
-            caption="../report/wiegreffe_pinter/table2_uniform.rst",
-            category=WP_REPORT,
-            subcategory="Tables",
-        ),
-        md=f"{WP_TABLES}/table2_uniform.md",
+        csv=f"{WP_TABLES}/{{dataset}}/table2_uniform.csv",
+        md=f"{WP_TABLES}/{{dataset}}/table2_uniform.md",
     log:
-        "logs/wp_uniform/table.log",
+        "logs/wp_uniform/{dataset}.log",
     benchmark:
-        "benchmarks/wp_uniform/table.tsv"
+        "benchmarks/wp_uniform/{dataset}.tsv"
     conda:
         "../envs/attnaudit.yaml"
     params:
-        runs=as_json(wp_uniform_runs()),
+        runs=lambda wc: as_json(wp_uniform_runs(wc.dataset)),
         options=as_json(wp_options()),
     shell:
         "python -m attnaudit wiegreffe-pinter uniform --runs {params.runs:q} --options {params.options:q}"
@@ -90,33 +85,27 @@ rule wp_seed_figures:
 
 
 rule wp_seed_table:
-    """Mean seed JSD vs mean J&W adversarial JSD per dataset; how often the adversary lies beyond every seed."""
+    """Mean seed JSD vs mean J&W adversarial JSD; how often the adversary lies beyond every seed."""
     input:
-        [f"results/audits/{d}/wp_seed_variance.parquet" for d in WP["datasets"]],
+        "results/audits/{dataset}/wp_seed_variance.parquet",
     output:
-        csv=report(
-            f"{WP_TABLES}/seed_variance.csv",
-            caption="../report/wiegreffe_pinter/seed_variance.rst",
-            category=WP_REPORT,
-            subcategory="Tables",
-        ),
-        md=f"{WP_TABLES}/seed_variance.md",
+        csv=f"{WP_TABLES}/{{dataset}}/seed_variance.csv",
+        md=f"{WP_TABLES}/{{dataset}}/seed_variance.md",
     log:
-        "logs/wp_seed_table/table.log",
+        "logs/wp_seed_table/{dataset}.log",
     benchmark:
-        "benchmarks/wp_seed_table/table.tsv"
+        "benchmarks/wp_seed_table/{dataset}.tsv"
     conda:
         "../envs/attnaudit.yaml"
     params:
-        inputs=as_json(
+        inputs=lambda wc, input: as_json(
             [
                 {
-                    "dataset": d,
-                    "model": wp_roles(d)["base"],
-                    "seed_variance": f"results/audits/{d}/wp_seed_variance.parquet",
-                    "n_seeds": len(wp_roles(d)["seeds"]),
+                    "dataset": wc.dataset,
+                    "model": wp_roles(wc.dataset)["base"],
+                    "seed_variance": str(input[0]),
+                    "n_seeds": len(wp_roles(wc.dataset)["seeds"]),
                 }
-                for d in WP["datasets"]
             ]
         ),
     shell:
@@ -127,23 +116,18 @@ rule wp_seed_table:
 rule wp_diagnostic:
     """The diagnostic MLP's F1 with each guide (uniform, trained, base LSTM, adversary) next to W&P (§3.4)."""
     input:
-        [run["metrics"] for run in wp_diagnostic_runs()],
+        wp_run_metrics(wp_diagnostic_runs),
     output:
-        csv=report(
-            f"{WP_TABLES}/diagnostic_mlp.csv",
-            caption="../report/wiegreffe_pinter/diagnostic_mlp.rst",
-            category=WP_REPORT,
-            subcategory="Tables",
-        ),
-        md=f"{WP_TABLES}/diagnostic_mlp.md",
+        csv=f"{WP_TABLES}/{{dataset}}/diagnostic_mlp.csv",
+        md=f"{WP_TABLES}/{{dataset}}/diagnostic_mlp.md",
     log:
-        "logs/wp_diagnostic/table.log",
+        "logs/wp_diagnostic/{dataset}.log",
     benchmark:
-        "benchmarks/wp_diagnostic/table.tsv"
+        "benchmarks/wp_diagnostic/{dataset}.tsv"
     conda:
         "../envs/attnaudit.yaml"
     params:
-        runs=as_json(wp_diagnostic_runs()),
+        runs=lambda wc: as_json(wp_diagnostic_runs(wc.dataset)),
     shell:
         "python -m attnaudit wiegreffe-pinter diagnostic --runs {params.runs:q} --out-csv {output.csv:q}"
         " --out-md {output.md:q} > {log:q} 2>&1"
@@ -184,12 +168,7 @@ rule wp_adversary:
         seed_variance="results/audits/{dataset}/wp_seed_variance.parquet",
         adversarial=lambda wc: jw_audit_path(wc.dataset, wp_roles(wc.dataset)["base"], "jw_adversarial"),
     output:
-        csv=report(
-            "results/tables/wiegreffe_pinter/adversary_{dataset}.csv",
-            caption="../report/wiegreffe_pinter/adversary.rst",
-            category=WP_REPORT,
-            subcategory="Tables",
-        ),
+        csv=f"{WP_TABLES}/{{dataset}}/adversary.csv",
         png=report(
             "results/figures/wiegreffe_pinter/{dataset}/fig_adversary_jsd_tvd.png",
             caption="../report/wiegreffe_pinter/fig_adversary_jsd_tvd.rst",
@@ -206,6 +185,18 @@ rule wp_adversary:
         "python -m attnaudit wiegreffe-pinter adversary --imitations {input.imitations:q}"
         " --seed-variance {input.seed_variance:q} --adversarial {input.adversarial:q} --out-csv {output.csv:q}"
         " --out-png {output.png:q} --title {wildcards.dataset} > {log:q} 2>&1"
+
+
+combined_tables(
+    "wiegreffe_pinter",
+    WP_REPORT,
+    {
+        f"{name}.{ext}": WP["datasets"]
+        for name in ("table2_uniform", "seed_variance", "diagnostic_mlp", "adversary")
+        for ext in ("csv", "md")
+        if (name, ext) != ("adversary", "md")
+    },
+)
 
 
 # the audit card's part of this stage (rules/cards.smk gathers the summaries of every stage registered here)

@@ -2,6 +2,7 @@
 never reports an invalid adversary as valid, sharding does not change results, tables/figures/heatmaps/CLI."""
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -253,7 +254,8 @@ def test_tables_figures_heatmaps(planted_audits, planted_dataset, tmp_path):
     out, _ = planted_audits
     root = tmp_path / "audits"
     models = ("average-additive-base-s0", "lstm-additive-base-s0", "lstm-additive-base-s1")
-    runs = []
+    runs, manifest = [], tmp_path / "manifest.json"
+    manifest.write_text(json.dumps({"label_names": ["neg", "pos"]}))  # the corpus's class names
     for model in models:  # the same audits under three names
         (root / "planted" / model).mkdir(parents=True)
         encoder, attention, _, seed = model.split("-")
@@ -266,6 +268,7 @@ def test_tables_figures_heatmaps(planted_audits, planted_dataset, tmp_path):
             "attention": attention,
             "regulariser": "base",
             "seed": int(seed[1:]),
+            "manifest": manifest,
         }
         for audit in ("correlation", "permutation", "adversarial"):
             run[audit] = root / "planted" / model / f"jw_{audit}.parquet"
@@ -277,6 +280,7 @@ def test_tables_figures_heatmaps(planted_audits, planted_dataset, tmp_path):
         corr
     )
     assert set(corr["pair"]) == {"attention~gradient", "attention~loo", "gradient~loo"}
+    assert (corr["label"] == corr["predicted_class"].map({0: "neg", 1: "pos"})).all()
     assert corr.groupby(["model", "pair"])["n"].sum().eq(120).all()
     perm = pd.read_csv(tmp_path / "tables" / "permutation.csv")
     assert {"delta_median_q50", "small_change_fraction"} <= set(perm)
@@ -302,7 +306,7 @@ def test_tables_figures_heatmaps(planted_audits, planted_dataset, tmp_path):
     assert lstm_g["jw_mean"] == in_table2.loc[("lstm", "tau_g", 0)]
     assert seeds.loc[("average", "tau_g", 0)]["jw_mean"] == in_table2.loc[("average", "tau_g", 0)]
     assert np.isnan(seeds.loc[("average", "tau_loo", 0)]["jw_mean"])  # J&W report τ_loo for the BiLSTM only
-    assert "| planted | best | lstm-additive-base | tau_g | 0 |" in (tmp_path / "tables" / "seeds.md").read_text()
+    assert "| planted | best | lstm-additive-base | tau_g | neg |" in (tmp_path / "tables" / "seeds.md").read_text()
 
     shown = ["average-additive-base-s0", "lstm-additive-base-s0"]
     paths = write_figures(
@@ -314,6 +318,7 @@ def test_tables_figures_heatmaps(planted_audits, planted_dataset, tmp_path):
         },
         tmp_path / "figures",
         {m: {"encoder": m.split("-")[0], "attention": "additive"} for m in shown},
+        manifest,
     )
     assert [p.stem for p in paths] == list(FIGURES) and all(p.stat().st_size > 1000 for p in paths)
 
@@ -325,8 +330,10 @@ def test_tables_figures_heatmaps(planted_audits, planted_dataset, tmp_path):
         planted_dataset / "dataset",
         page,
         n=3,
+        manifest=manifest,
     )
     text = page.read_text()
+    assert len(re.findall(r"label (neg|pos), predicted (neg|pos);", text)) == 3
     assert "<script" not in text.lower() and "http" not in text and text.count("class='instance'") == 3
     assert "Δŷ" in text
 

@@ -94,7 +94,7 @@ def test_every_paper_has_its_tables_and_figures(pipeline_run):
     for paper, names in {
         "jain_wallace": ["correlation.csv", "table2.md", "seeds.md"],
         "bastings_filippova": ["agreement.csv", "faithfulness.csv", "planted.csv"],
-        "wiegreffe_pinter": ["table2_uniform.md", "seed_variance.md", "diagnostic_mlp.md", "adversary_planted.csv"],
+        "wiegreffe_pinter": ["table2_uniform.md", "seed_variance.md", "diagnostic_mlp.md", "adversary.csv"],
         "tutek_snajder": [
             "table1_fragility.md",
             "table2_mutual_information.md",
@@ -113,8 +113,8 @@ def test_every_paper_has_its_tables_and_figures(pipeline_run):
     figures = workdir / "results" / "figures"
     for figure in (
         "wiegreffe_pinter/planted/fig3_seed_variance.png",
-        "tutek_snajder/fig1_adversary.png",
-        "tutek_snajder/fig2_token_probability.png",
+        "tutek_snajder/sst_small/fig1_adversary.png",
+        "tutek_snajder/sst_small/fig2_token_probability.png",
     ):
         assert (figures / figure).stat().st_size > 1000, figure
     # a guided model audits with its teacher's attention, rebuilt from model.pt alone
@@ -123,3 +123,31 @@ def test_every_paper_has_its_tables_and_figures(pipeline_run):
     np.testing.assert_allclose(
         np.concatenate(guided["attention"].to_list()), np.concatenate(teacher["attention"].to_list()), atol=1e-6
     )
+
+
+def test_a_second_experiment_keeps_the_first_ones_tables(pipeline_run, tmp_path):
+    """Tables are kept per dataset: a run of another experiment (here only the planted corpus) in the same
+    directory rebuilds the combined tables over its datasets and leaves the other datasets' tables as they were;
+    classes are named by the corpus's label names."""
+    shared, config = pipeline_run
+    workdir = tmp_path / "copy"
+    shutil.copytree(shared, workdir, symlinks=True)
+    kept = workdir / "results/tables/jain_wallace/sst_small/correlation.csv"
+    before = kept.read_bytes()
+    cfg = yaml.safe_load(config.read_text())
+    cfg["datasets"] = {"planted": cfg["datasets"]["planted"]}
+    cfg["tutek_snajder"]["datasets"] = []
+    second = tmp_path / "second.yaml"
+    second.write_text(yaml.safe_dump(cfg))
+    rules = {rule for rule, _ in jobs_of(snakemake(workdir, "-n", config=second).stdout)}
+    assert not rules & {"train", "importance", "jw_tables", "jw_permutation", "jw_adversarial"}, rules
+    snakemake(workdir, "--cores", "2", config=second)
+    assert kept.read_bytes() == before
+    combined = pd.read_csv(workdir / "results/tables/jain_wallace/correlation.csv")
+    assert set(combined["dataset"]) == {"planted"}
+    names = json.loads((workdir / "results/corpora/planted/manifest.json").read_text())["label_names"]
+    assert len(combined) and set(combined["label"]) <= set(names)
+    both = pd.read_csv(shared / "results/tables/jain_wallace/correlation.csv")
+    assert set(both["dataset"]) == {"planted", "sst_small"}
+    heatmap = (shared / "results/figures/jain_wallace/sst_small/heatmaps/lstm-additive-base-s0.html").read_text()
+    assert re.search(r"label (negative|positive), predicted (negative|positive)", heatmap)

@@ -23,6 +23,7 @@ STAGES = [
     "wiegreffe_pinter",
     "tutek_snajder",
     "results_summary",
+    "tables",
     "cards",
     "explorer",
 ]

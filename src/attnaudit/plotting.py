@@ -30,8 +30,12 @@ def class_colour(label) -> str:
     return CLASS_COLOURS[int(label) % len(CLASS_COLOURS)]
 
 
-def attention_violins(ax, data: pd.DataFrame, x: str, y: str, order: list[str], classes: list[str]) -> None:
-    """Densities of ``x`` per bin ``y`` (in ``order``), split by the string column ``class``."""
+def attention_violins(
+    ax, data: pd.DataFrame, x: str, y: str, order: list[str], classes: list[str], indices: list[int] | None = None
+) -> None:
+    """Densities of ``x`` per bin ``y`` (in ``order``), split by the string column ``class`` (its values
+    ``classes``, coloured by their class ``indices``; default: the names are the indices)."""
+    indices = classes if indices is None else indices
     sns.violinplot(
         data=data,
         x=x,
@@ -46,5 +50,5 @@ def attention_violins(ax, data: pd.DataFrame, x: str, y: str, order: list[str], 
         inner="quartile",
         linewidth=0.6,
         ax=ax,
-        palette={c: class_colour(c) for c in classes},
+        palette={c: class_colour(i) for c, i in zip(classes, indices, strict=True)},
     )

@@ -66,6 +66,7 @@ def add_cli(subparsers) -> None:
         f.add_argument(f"--{audit}", nargs="+", required=True, help=f"jw_{audit}.parquet per model, in --models order")
     f.add_argument("--variants", default="{}", help="JSON: model → its sheet fields (encoder, attention, …)")
     f.add_argument("--out-dir", required=True)
+    f.add_argument("--manifest", help="the corpus manifest.json (class names for the legends)")
     f.set_defaults(
         func=lambda args: _run(
             "figures",
@@ -75,6 +76,7 @@ def add_cli(subparsers) -> None:
             {"correlation": args.correlation, "permutation": args.permutation, "adversarial": args.adversarial},
             args.out_dir,
             _json(args.variants),
+            args.manifest,
         )
     )
 
@@ -86,6 +88,7 @@ def add_cli(subparsers) -> None:
     h.add_argument("--out", required=True)
     h.add_argument("--options", default="{}")
     h.add_argument("--seed", type=int, default=0)
+    h.add_argument("--manifest", help="the corpus manifest.json (class names)")
     h.set_defaults(func=_heatmaps)
 
 
@@ -130,4 +133,5 @@ def _heatmaps(args) -> None:
         how=opts["heatmaps"]["select"],
         epsilon=opts["adversarial"]["epsilon"],
         seed=args.seed,
+        manifest=args.manifest,
     )

@@ -21,6 +21,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from attnaudit.io import read_parquet  # noqa: E402
+from attnaudit.jain_wallace.labels import class_name, label_names  # noqa: E402
 from attnaudit.metrics import LN2  # noqa: E402
 from attnaudit.plotting import attention_violins, class_colour, save_figure  # noqa: E402
 
@@ -47,12 +48,15 @@ def _panels(n: int, width: float = 4.0, height: float = 3.0):
     return fig, list(axes.flat)
 
 
-def _histograms(frames: dict[str, pd.DataFrame], column: str, xlabel: str, title: str, bins, path: Path) -> None:
+def _histograms(
+    frames: dict[str, pd.DataFrame], column: str, xlabel: str, title: str, bins, path: Path, names: list[str]
+) -> None:
     fig, axes = _panels(len(frames))
     for ax, (model, frame) in zip(axes, frames.items()):
         for c, group in frame.groupby("predicted_class"):
             values = group[column].dropna()
-            ax.hist(values, bins=bins, alpha=0.6, color=class_colour(c), label=f"predicted {c} (n={len(values)})")
+            label = f"predicted {class_name(names, c)} (n={len(values)})"
+            ax.hist(values, bins=bins, alpha=0.6, color=class_colour(c), label=label)
         ax.set_title(model, fontsize=9)
         ax.set_xlabel(xlabel)
         ax.legend(fontsize=7)
@@ -60,7 +64,9 @@ def _histograms(frames: dict[str, pd.DataFrame], column: str, xlabel: str, title
     save_figure(fig, path)
 
 
-def _violins(frames: dict[str, pd.DataFrame], column: str, xlabel: str, title: str, xlim, path: Path) -> None:
+def _violins(
+    frames: dict[str, pd.DataFrame], column: str, xlabel: str, title: str, xlim, path: Path, names: list[str]
+) -> None:
     """Densities of ``column`` (x) per max-attention bin (y), split by predicted class, as J&W Figs. 3 and 5."""
     labels = [f"[{a:.2f}, {b:.2f})" for a, b in zip(ATTENTION_BINS[:-1], ATTENTION_BINS[1:])]
     fig, axes = _panels(len(frames), 4.5, 3.5)
@@ -71,10 +77,11 @@ def _violins(frames: dict[str, pd.DataFrame], column: str, xlabel: str, title: s
         )
         data["max attention"] = data["max attention"].cat.set_categories(labels)
         data.loc[data["max_attention"] >= 1.0, "max attention"] = labels[-1]
-        data["class"] = data["predicted_class"].astype(str)
-        classes = sorted(data["class"].unique())
+        data["class"] = [class_name(names, c) for c in data["predicted_class"]]
+        indices = sorted(int(c) for c in data["predicted_class"].unique())
+        classes = [class_name(names, c) for c in indices]
         if len(data):
-            attention_violins(ax, data, column, "max attention", labels[::-1], classes)
+            attention_violins(ax, data, column, "max attention", labels[::-1], classes, indices)
         ax.set_xlim(*xlim)
         ax.set_xlabel(xlabel)
         ax.set_title(model, fontsize=9)
@@ -153,9 +160,12 @@ def write_figures(
     paths: dict[str, list[str]],
     out_dir: str | Path,
     variants: dict[str, dict] | None = None,
+    manifest: str | Path | None = None,
 ) -> list[Path]:
     """All J&W figures of one dataset; ``paths``: audit → its gathered parquet per model, in ``models`` order;
-    ``variants``: model → its sheet fields (encoder, attention) for Fig. 8's pooling."""
+    ``variants``: model → its sheet fields (encoder, attention) for Fig. 8's pooling; ``manifest``: the corpus
+    manifest, whose class names label the legends."""
+    names = label_names(manifest)
     out = Path(out_dir)
     load = lambda audit: {m: read_parquet(p) for m, p in zip(models, paths[audit], strict=True)}
     correlation, permutation, adversarial = load("correlation"), load("permutation"), load("adversarial")
@@ -167,6 +177,7 @@ def write_figures(
         f"{dataset}: Kendall τ between attention and gradients (J&W Fig. 2)",
         tau_bins,
         out / "fig2_tau_gradient.png",
+        names,
     )
     _histograms(
         correlation,
@@ -175,6 +186,7 @@ def write_figures(
         f"{dataset}: Kendall τ between attention and leave-one-out",
         tau_bins,
         out / "fig2_tau_loo.png",
+        names,
     )
     _violins(
         permutation,
@@ -183,6 +195,7 @@ def write_figures(
         f"{dataset}: permuting attention (J&W Fig. 3)",
         (0, 1),
         out / "fig3_permutation.png",
+        names,
     )
     _histograms(
         adversarial,
@@ -191,6 +204,7 @@ def write_figures(
         f"{dataset}: adversarial attention (J&W Fig. 4)",
         np.linspace(0, LN2, 36),
         out / "fig4_adversarial_jsd.png",
+        names,
     )
     _violins(
         adversarial,
@@ -199,6 +213,7 @@ def write_figures(
         f"{dataset}: ε-max JSD vs max attention (J&W Fig. 5)",
         (0, LN2),
         out / "fig5_jsd_vs_max_attention.png",
+        names,
     )
     _appendix_c(correlation, out / "fig6_7_appendix_c.png")
     _average_vs_lstm(correlation, variants or {}, out / "fig8_average_vs_lstm.png")

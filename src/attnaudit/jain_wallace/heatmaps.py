@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from attnaudit.io import read_parquet, write_text
+from attnaudit.jain_wallace.labels import class_name, label_names
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +49,9 @@ def _tokens_html(tokens, weights) -> str:
     )
 
 
-def render(dataset: str, model: str, chosen: pd.DataFrame, tokens_by_id: dict, epsilon: float) -> str:
+def render(
+    dataset: str, model: str, chosen: pd.DataFrame, tokens_by_id: dict, epsilon: float, names: list[str] = ()
+) -> str:
     parts = [
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>J&amp;W adversarial heatmaps: "
         f"{html.escape(dataset)} / {html.escape(model)}</title><style>{_CSS}</style></head><body>",
@@ -63,7 +66,8 @@ def render(dataset: str, model: str, chosen: pd.DataFrame, tokens_by_id: dict, e
         tokens = tokens_by_id[r["id"]]
         parts.append(
             f"<div class='instance'><h2>{html.escape(str(r['id']))}</h2>"
-            f"<div class='meta'>label {r['label']}, predicted {r['predicted_class']}; ε-max JSD "
+            f"<div class='meta'>label {html.escape(class_name(list(names), r['label']))}, predicted "
+            f"{html.escape(class_name(list(names), r['predicted_class']))}; ε-max JSD "
             f"{r['eps_max_jsd']:.3f} nats; max α̂ {r['max_attention']:.3f}; valid adversaries {r['n_valid']}</div>"
             f"<div class='row orig'><span class='label'>Original</span>{_tokens_html(tokens, r['attention'])}</div>"
             f"<div class='row adv'><span class='label'>Adversarial</span>"
@@ -84,11 +88,13 @@ def write_heatmaps(
     how: str = "max_jsd",
     epsilon: float = 0.01,
     seed: int = 0,
+    manifest: str | Path | None = None,
 ) -> None:
+    """``manifest``: the corpus manifest, whose ``label_names`` name the true and predicted classes."""
     adversarial = read_parquet(adversarial_path)
     chosen = select_instances(adversarial, n, how, seed)
     examples = read_parquet(Path(dataset_dir) / "examples.parquet", columns=["id", "tokens"])
     wanted = set(chosen["id"])
     tokens_by_id = {i: list(t) for i, t in zip(examples["id"], examples["tokens"]) if i in wanted}
-    write_text(out, render(dataset, model, chosen, tokens_by_id, epsilon))
+    write_text(out, render(dataset, model, chosen, tokens_by_id, epsilon, label_names(manifest)))
     log.info("heatmaps of %d instances → %s", len(chosen), out)

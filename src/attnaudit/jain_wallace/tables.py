@@ -13,6 +13,7 @@ import pandas as pd
 
 from attnaudit.io import read_parquet, write_text
 from attnaudit.jain_wallace.correlation import method_pairs, pair_name
+from attnaudit.jain_wallace.labels import ALL_CLASSES, class_name, label_names
 from attnaudit.jain_wallace.options import resolve
 
 log = logging.getLogger(__name__)
@@ -63,7 +64,6 @@ JW_TABLE2 = {
     },
 }
 JW_TABLE2["babi3_1k"] = JW_TABLE2["babi3"]
-ALL_CLASSES = -1  # predicted_class of the rows over every instance (J&W's "Overall" for bAbI, CNN)
 # the three column groups of Table 2: (measure, J&W encoder, our pair)
 JW_MEASURES = (
     ("tau_g", "lstm", "attention~gradient"),
@@ -211,6 +211,16 @@ def table2(correlation: pd.DataFrame, corpora: dict[str, str]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def with_labels(frame: pd.DataFrame, names: dict[str, list[str]]) -> pd.DataFrame:
+    """``frame`` with a ``label`` column after ``predicted_class``: the class name, "all" for the pooled rows."""
+    if "predicted_class" not in frame.columns or "label" in frame.columns:
+        return frame
+    labelled = frame.copy()
+    labels = [class_name(names.get(d, []), c) for d, c in zip(frame["dataset"], frame["predicted_class"])]
+    labelled.insert(frame.columns.get_loc("predicted_class") + 1, "label", labels)
+    return labelled
+
+
 def table2_markdown(frame: pd.DataFrame, options: dict) -> str:
     opts = options["correlation"]
     lines = [
@@ -229,7 +239,7 @@ def table2_markdown(frame: pd.DataFrame, options: dict) -> str:
     for _, r in frame.iterrows():
         lines.append(
             f"| {r['dataset']} | {r['measure']} | {r['encoder']} | {r['model']} | "
-            f"{'all' if r['predicted_class'] == ALL_CLASSES else r['predicted_class']} | "
+            f"{r['label']} | "
             f"{fmt(r['ours_mean'])} ± {fmt(r['ours_std'])} | {fmt(r['ours_significant_fraction'])} | "
             f"{r['ours_n']} | {fmt(r['jw_mean'])} ± {fmt(r['jw_std'])} | {fmt(r['jw_significant_fraction'])} |"
         )
@@ -286,7 +296,7 @@ def seeds_markdown(frame: pd.DataFrame) -> str:
     for _, r in frame.iterrows():
         variant = f"{r['encoder']}-{r['attention']}-{r['regulariser']}"
         lines.append(
-            f"| {r['dataset']} | {r['selection']} | {variant} | {r['measure']} | {r['predicted_class']} | "
+            f"| {r['dataset']} | {r['selection']} | {variant} | {r['measure']} | {r['label']} | "
             f"{r['per_seed']} (s {r['seeds']}) | {fmt(r['tau_mean_over_seeds'])} ± "
             f"{fmt(r['tau_std_over_seeds'])} | {fmt(r['jw_mean'])} | {fmt(r['ours_minus_jw'])} |"
         )
@@ -295,7 +305,8 @@ def seeds_markdown(frame: pd.DataFrame) -> str:
 
 def write_tables(runs: list[dict], out_dir: str | Path, options: dict | None = None) -> dict:
     """``runs``: [{dataset, model, corpus, selection, encoder, attention, regulariser, seed, correlation,
-    permutation, adversarial}], the last three the paths of the model's gathered audits."""
+    permutation, adversarial, manifest?}], the three audits the paths of the model's gathered audits, the manifest
+    the corpus's (its ``label_names`` name the classes in a ``label`` column)."""
     opts = resolve(options)
     out = Path(out_dir)
     tables = {
@@ -310,6 +321,8 @@ def write_tables(runs: list[dict], out_dir: str | Path, options: dict | None = N
         tables["correlation"] = pd.concat([tables["correlation"], extra], ignore_index=True)
     tables["table2"] = table2(tables["correlation"], corpora)
     tables["seeds"] = seeds_table(tables["correlation"], corpora)
+    names = {run["dataset"]: label_names(run.get("manifest")) for run in runs}
+    tables = {key: with_labels(frame, names) for key, frame in tables.items()}
     for name, frame in tables.items():
         write_text(out / f"{name}.csv", frame.to_csv(index=False, float_format="%.6g"))
     write_text(out / "table2.md", table2_markdown(tables["table2"], opts))

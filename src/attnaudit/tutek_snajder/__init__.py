@@ -116,7 +116,7 @@ def add_cli(subparsers) -> None:
     g.add_argument("--imitations", nargs="*", default=[], help="imitation/adversary JSON files of the W&P stage")
     g.add_argument("--n-examples", type=int, default=fig_defaults["n_examples"])
     g.add_argument("--max-tokens", type=int, default=fig_defaults["max_tokens"])
-    g.add_argument("--dataset", default=fig_defaults["dataset"], help="dataset of Fig. 2 (default: the first)")
+    g.add_argument("--dataset", default=None, help="dataset of Fig. 2 (default: the first of the runs)")
     g.add_argument("--f1", choices=["positive", "macro"], default=DEFAULTS["tables"]["f1"])
     g.set_defaults(
         func=lambda a: _run(

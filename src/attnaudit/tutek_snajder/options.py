@@ -27,7 +27,6 @@ DEFAULTS: dict = {
     "figures": {
         "n_examples": 3,  # test instances in the per-token probability figure (Fig. 2; App. D shows a few)
         "max_tokens": 30,  # only instances this short, so the words on the x axis stay readable
-        "dataset": None,  # dataset of the per-token probability figure; null: the first dataset of the runs
     },
     "tables": {
         # which F1 the tables compare with T&Š: the positive class (their Diabetes remark, "every modification

@@ -1,0 +1,63 @@
+"""``python -m attnaudit tables combine``: one paper's tables over every dataset of a run, built from the
+per-dataset tables its stage wrote (``results/tables/<paper>/<dataset>/<file>``).
+
+The per-dataset files are the record a run keeps: a second experiment with other datasets writes its own and
+never erases the first's. The combined file (``results/tables/<paper>/<file>``) covers the datasets of the run
+that built it, for the report and the README. A ``.csv`` is the concatenation (every table has a ``dataset``
+column); a ``.md`` is one section per dataset.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from attnaudit import AttnauditError
+from attnaudit.io import write_text
+
+
+def combined_csv(paths: dict[str, Path]) -> str:
+    frames = []
+    for path in paths.values():
+        frame = pd.read_csv(path)
+        if len(frame) and "dataset" not in frame.columns:
+            raise AttnauditError(f"{path}: a per-dataset table needs a 'dataset' column to be combined")
+        frames.append(frame)
+    frames = [f for f in frames if len(f)] or frames[:1]
+    return pd.concat(frames, ignore_index=True).to_csv(index=False, float_format="%.6g")
+
+
+def combined_markdown(paths: dict[str, Path]) -> str:
+    if len(paths) == 1:
+        return next(iter(paths.values())).read_text()
+    return "\n".join(f"#### {dataset}\n\n{path.read_text().rstrip()}\n" for dataset, path in paths.items())
+
+
+def combine(out_dir: str | Path, tables: dict[str, list[str]]) -> list[Path]:
+    """``tables``: file name → datasets; reads ``out_dir/<dataset>/<name>`` and writes ``out_dir/<name>``."""
+    out_dir, written = Path(out_dir), []
+    for name, datasets in tables.items():
+        paths = {d: out_dir / d / name for d in datasets}
+        missing = [str(p) for p in paths.values() if not p.exists()]
+        if missing:
+            raise AttnauditError(f"cannot combine {name}: missing per-dataset tables {missing}")
+        text = combined_csv(paths) if name.endswith(".csv") else combined_markdown(paths)
+        write_text(out_dir / name, text)
+        written.append(out_dir / name)
+    return written
+
+
+def _run(args: argparse.Namespace) -> None:
+    combine(args.out_dir, json.loads(args.tables))
+
+
+def add_cli(subparsers) -> None:
+    p = subparsers.add_parser("tables", help="tables over every dataset of a run, from the per-dataset tables")
+    sub = p.add_subparsers(dest="tables_command", required=True)
+    c = sub.add_parser("combine", help="concatenate results/tables/<paper>/<dataset>/<file> into <paper>/<file>")
+    c.add_argument("--out-dir", required=True, help="results/tables/<paper>")
+    c.add_argument("--tables", required=True, help='JSON {"file name": [datasets]}')
+    c.set_defaults(func=_run)

@@ -1,0 +1,44 @@
+"""attnaudit.tables: combined tables from per-dataset tables (concatenated CSVs, one markdown section per dataset),
+and a clear error naming a missing per-dataset table."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from attnaudit import AttnauditError
+from attnaudit.tables import combine
+
+
+def write(root, dataset, name, text):
+    (root / dataset).mkdir(parents=True, exist_ok=True)
+    (root / dataset / name).write_text(text)
+
+
+def test_combine_concatenates_csvs_and_sections_markdown(tmp_path):
+    write(tmp_path, "sst", "t.csv", "dataset,x\nsst,1\nsst,2\n")
+    write(tmp_path, "imdb", "t.csv", "dataset,x,extra\nimdb,3,a\n")
+    write(tmp_path, "sst", "t.md", "| a |\n|---|\n| 1 |\n")
+    write(tmp_path, "imdb", "t.md", "| a |\n|---|\n| 3 |\n")
+    combine(tmp_path, {"t.csv": ["sst", "imdb"], "t.md": ["sst", "imdb"]})
+    frame = pd.read_csv(tmp_path / "t.csv")
+    assert frame["dataset"].tolist() == ["sst", "sst", "imdb"] and frame["x"].tolist() == [1, 2, 3]
+    assert frame["extra"].isna().tolist() == [True, True, False]
+    md = (tmp_path / "t.md").read_text()
+    assert md.index("#### sst") < md.index("| 1 |") < md.index("#### imdb") < md.index("| 3 |")
+
+
+def test_one_dataset_is_copied_and_empty_tables_keep_their_header(tmp_path):
+    write(tmp_path, "sst", "t.md", "# title\n")
+    write(tmp_path, "sst", "e.csv", "dataset,x\n")
+    combine(tmp_path, {"t.md": ["sst"], "e.csv": ["sst"]})
+    assert (tmp_path / "t.md").read_text() == "# title\n"
+    assert list(pd.read_csv(tmp_path / "e.csv").columns) == ["dataset", "x"]
+
+
+def test_a_missing_or_unlabelled_table_is_named(tmp_path):
+    write(tmp_path, "sst", "t.csv", "x\n1\n")
+    with pytest.raises(AttnauditError, match="imdb/t.csv"):
+        combine(tmp_path, {"t.csv": ["sst", "imdb"]})
+    with pytest.raises(AttnauditError, match="sst/t.csv.*'dataset' column"):
+        combine(tmp_path, {"t.csv": ["sst"]})
