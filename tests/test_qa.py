@@ -422,6 +422,67 @@ def test_qa_model_learns_a_generated_babi_task(tmp_path):
     assert metrics["test"]["accuracy"] > chance + 0.2, metrics["test"]
 
 
+def train_briefly(docs: pd.DataFrame, tmp_path: Path, **spec):
+    """The corpus documents through the real tokenise and train code (two epochs, small sizes)."""
+    from attnaudit.train.training import train_model
+
+    examples, vocab, _ = tokenise_documents(docs, {"min_count": 1}, seed=0)
+    out = tmp_path / "dataset"
+    out.mkdir(parents=True)
+    examples.to_parquet(out / "examples.parquet")
+    (out / "vocab.json").write_text(json.dumps(vocab))
+    matrix = np.random.default_rng(0).standard_normal((len(vocab), 8)).astype(np.float32)
+    np.save(tmp_path / "matrix.npy", matrix)
+    spec = {"lstm_hidden": 8, "epochs": 2, "batch_size": 8, "selection_metric": "accuracy", "variant": "t", **spec}
+    return train_model(str(out), str(tmp_path / "matrix.npy"), spec, progress=False), examples
+
+
+@pytest.mark.parametrize("encoder", ["lstm", "average"])
+def test_qa_model_trains_on_snli_and_cnn_files_in_their_distribution_formats(encoder, tmp_path):
+    """SNLI (premise attended, hypothesis the query, 3 classes) and CNN (candidates: the passage's @entity tokens)
+    read from files in their official formats train J&W's QA model; CNN predictions stay among the candidates."""
+    rng = np.random.default_rng(0)
+    golds = ["entailment", "neutral", "contradiction"]
+    rows = [snli_row(golds[i % 3], f"A man {i} plays.", f"Someone {i % 3} plays.") for i in range(30)]
+    (tmp_path / "snli").mkdir()
+    write_snli(tmp_path / "snli", {s: rows for s in ("train", "dev", "test")})
+    docs, _ = readers.read_snli(tmp_path / "snli")
+    (model, metrics, predictions), _ = train_briefly(docs, tmp_path / "s", encoder=encoder)
+    assert isinstance(model, QAModel) and model.cfg.num_classes == 3 and len(predictions) == 90
+    blocks = []
+    for i in range(24):
+        a, b = rng.choice(np.arange(1, 9), size=2, replace=False)
+        blocks.append((f"who beat @entity{b} @placeholder", f"@entity{a}", f"@entity{a} beat @entity{b} today ."))
+    write_cnn(tmp_path / "cnn", blocks)
+    docs, _ = readers.read_cnn(tmp_path / "cnn")
+    (model, metrics, predictions), examples = train_briefly(docs, tmp_path / "c", encoder=encoder)
+    assert isinstance(model, QAModel) and model.cfg.candidate_ids
+    test = examples[examples["split"] == "test"].set_index("id")
+    predicted = predictions.set_index("id").loc[test.index, "predicted"]
+    names = {e: i for i, e in enumerate(readers.read_cnn(tmp_path / "cnn")[1]["label_names"])}
+    for doc_id, klass in predicted.items():  # the logits are masked to the passage's entities
+        entities = {names[t] for t in test.loc[doc_id, "tokens"] if t in names}
+        assert int(klass) in entities, (doc_id, klass, entities)
+
+
+def test_classifier_trains_on_a_generated_mimic_directory(tmp_path):
+    """MIMIC-III tables in their real column layout (NOTEEVENTS, DIAGNOSES_ICD) → J&W's diabetes task → a model."""
+    root = tmp_path / "mimic"
+    root.mkdir()
+    notes, diagnoses = [NOTE_HEADER], [DIAG_HEADER]
+    for i in range(60):
+        diabetic = i % 2 == 0
+        text = "history of diabetes , insulin given ." if diabetic else "fracture of the left arm , cast ."
+        notes.append(f'{i},{i},{1000 + i},2101-01-01,,,Discharge summary,Report,,,"{text}"')
+        diagnoses.append(f"{i},{i},{1000 + i},1,{'25000' if diabetic else '8130'}")
+    for name, lines in (("NOTEEVENTS", notes), ("DIAGNOSES_ICD", diagnoses)):
+        (root / f"{name}.csv").write_text("\n".join(lines) + "\n")
+    docs, info = readers.read_mimic("diabetes", {"path": str(root)})
+    assert len(docs) == 60 and set(docs["label"]) == {0, 1}
+    (model, metrics, predictions), examples = train_briefly(docs, tmp_path / "m", encoder="lstm", epochs=4, lr=0.01)
+    assert not isinstance(model, QAModel) and metrics["test"]["n"] == (examples["split"] == "test").sum() > 0
+
+
 # --- J&W tables: QA rows ---------------------------------------------------------------------------------------
 
 
