@@ -450,7 +450,7 @@ def test_qa_model_trains_on_snli_and_cnn_files_in_their_distribution_formats(enc
     (model, metrics, predictions), _ = train_briefly(docs, tmp_path / "s", encoder=encoder)
     assert isinstance(model, QAModel) and model.cfg.num_classes == 3 and len(predictions) == 90
     blocks = []
-    for i in range(24):
+    for _ in range(24):
         a, b = rng.choice(np.arange(1, 9), size=2, replace=False)
         blocks.append((f"who beat @entity{b} @placeholder", f"@entity{a}", f"@entity{a} beat @entity{b} today ."))
     write_cnn(tmp_path / "cnn", blocks)
