@@ -278,15 +278,17 @@ def jw_runs(dataset):
         run.update({k: spec[k] for k in ("encoder", "attention", "regulariser")})
         run.update({"seed": spec["seed"], "selection": spec.get("selection", "best"), "variant": spec["variant"]})
         run.update({audit.removeprefix("jw_"): jw_audit_path(dataset, model, audit) for audit in JW_AUDITS})
+        run["metrics"] = f"{model_dir(dataset, model)}/metrics.json"
         run["epsilon"] = json.loads(jw_options(dataset, "adversarial"))["adversarial"]["epsilon"]
         runs.append(run)
     return runs
 
 
 def jw_run_files(wildcards):
-    """What one dataset's J&W tables read: the gathered audits of its models and the corpus manifest."""
+    """What one dataset's J&W tables read: the gathered audits and metrics of its models, the corpus manifest."""
     runs = jw_runs(wildcards.dataset)
-    return [manifest_path(wildcards.dataset)] + [run[a.removeprefix("jw_")] for run in runs for a in JW_AUDITS]
+    audits = [run[a.removeprefix("jw_")] for run in runs for a in JW_AUDITS]
+    return [manifest_path(wildcards.dataset), *audits, *[run["metrics"] for run in runs]]
 
 
 def jw_table_datasets():

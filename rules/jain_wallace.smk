@@ -10,6 +10,8 @@ JW = config["jain_wallace"]
 JW_AUDITS = ["jw_correlation", "jw_permutation", "jw_adversarial"]
 JW_CHUNK = "results/audits/{dataset}/{model}/{audit}/chunk-{chunk}-of-{n_chunks}.parquet"
 JW_TABLES = [
+    "table1.csv",
+    "table1.md",
     "correlation.csv",
     "permutation.csv",
     "adversarial.csv",

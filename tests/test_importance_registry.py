@@ -1,4 +1,4 @@
-"""Contract of the whole importance registry (GUIDE §4, §6): every registered method, on a small model of every
+"""Contract of the whole importance registry: every registered method, on a small model of every
 encoder × attention, returns a finite [B, T] tensor that is zero on padding, is deterministic on repeat, does not
 depend on the other instances of the batch, and never touches parameter gradients."""
 

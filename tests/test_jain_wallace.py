@@ -246,6 +246,10 @@ def test_audit_columns(planted_audits):
             )
 
 
+def tables_md(tmp_path, name):
+    return (tmp_path / "tables" / f"{name}.md").read_text()
+
+
 def test_tables_figures_heatmaps(planted_audits, planted_dataset, tmp_path):
     from attnaudit.jain_wallace.figures import FIGURES, write_figures
     from attnaudit.jain_wallace.heatmaps import write_heatmaps
@@ -256,6 +260,8 @@ def test_tables_figures_heatmaps(planted_audits, planted_dataset, tmp_path):
     models = ("average-additive-base-s0", "lstm-additive-base-s0", "lstm-additive-base-s1")
     runs, manifest = [], tmp_path / "manifest.json"
     manifest.write_text(json.dumps({"label_names": ["neg", "pos"]}))  # the corpus's class names
+    metrics = tmp_path / "metrics.json"
+    metrics.write_text(json.dumps({"test": {"accuracy": 0.7, "macro_f1": 0.69, "per_class_f1": [0.6, 0.78], "n": 9}}))
     for model in models:  # the same audits under three names
         (root / "planted" / model).mkdir(parents=True)
         encoder, attention, _, seed = model.split("-")
@@ -269,6 +275,7 @@ def test_tables_figures_heatmaps(planted_audits, planted_dataset, tmp_path):
             "regulariser": "base",
             "seed": int(seed[1:]),
             "manifest": manifest,
+            "metrics": metrics,
         }
         for audit in ("correlation", "permutation", "adversarial"):
             run[audit] = root / "planted" / model / f"jw_{audit}.parquet"
@@ -286,6 +293,9 @@ def test_tables_figures_heatmaps(planted_audits, planted_dataset, tmp_path):
     assert {"delta_median_q50", "small_change_fraction"} <= set(perm)
     adv = pd.read_csv(tmp_path / "tables" / "adversarial.csv")
     assert {"eps_max_jsd_mean", "high_jsd_fraction"} <= set(adv)
+    t1 = tables["table1"]  # J&W Table 1: SST is scored by the positive class's F1, next to their 0.81
+    assert t1["ours"].tolist() == [0.78] * 3 and set(t1["metric"]) == {"positive-class F1"}
+    assert t1["jw_bilstm"].tolist() == [0.81] * 3 and "| positive-class F1 | 0.780 |" in tables_md(tmp_path, "table1")
     t2 = tables["table2"]
     assert set(t2["measure"]) == {"tau_g", "tau_loo"} and t2["jw_mean"].notna().all()
     correlation = tables["correlation"]

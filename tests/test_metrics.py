@@ -1,4 +1,4 @@
-"""Metric properties (GUIDE §6): TVD ∈ [0, 1], JSD ∈ [0, ln 2] in nats, both symmetric and 0 on equal inputs."""
+"""Metric properties: TVD ∈ [0, 1], JSD ∈ [0, ln 2] in nats, both symmetric and 0 on equal inputs."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""The model interface of GUIDE §3, for every encoder × attention."""
+"""The model interface (docs/architecture.md), for every encoder × attention."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Load a tokenised dataset (GUIDE §2) into padded :class:`~attnaudit.models.Batch` objects."""
+"""Load a tokenised dataset into padded :class:`~attnaudit.models.Batch` objects."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Distances between output/attention distributions and rank agreement (GUIDE §4).
+"""Distances between output/attention distributions and rank agreement.
 
 TVD(ŷ₁, ŷ₂) = ½‖ŷ₁ − ŷ₂‖₁ and JSD in nats (≤ ln 2), as in J&W §4 (Eq. 1–2, Alg. 2–3). Both are batched over
 leading dimensions. Kendall τ-b with its p-value comes from ``scipy.stats.kendalltau``; :func:`kendall_tau_b`

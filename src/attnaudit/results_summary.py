@@ -1,6 +1,7 @@
 """``python -m attnaudit results``: the README's results section, regenerated from ``results/tables`` (never typed by
 hand). Prints markdown, or with ``--readme README.md`` replaces the block between ``<!-- results:start -->`` and
-``<!-- results:end -->`` in place.
+``<!-- results:end -->`` in place (``--block NAME``: between ``<!-- NAME:start -->`` and ``<!-- NAME:end -->``, for
+another experiment's results, e.g. ``--papers jain_wallace`` of ``configs/jain_wallace_laptop.yaml``).
 
 Sections: J&W per model (τ over both predicted classes, weighted by instances; permutation; ε-max JSD), B&F's AOPC
 ranking of one model, and the W&P and T&Š tables as their stages wrote them (markdown files, copied).
@@ -16,7 +17,7 @@ import pandas as pd
 from attnaudit import AttnauditError
 from attnaudit.io import write_text
 
-START, END = "<!-- results:start -->", "<!-- results:end -->"
+PAPERS = ("jain_wallace", "bastings_filippova", "wiegreffe_pinter", "tutek_snajder")
 
 
 def _weighted(frame: pd.DataFrame, value: str, keys: list[str]) -> pd.Series:
@@ -77,13 +78,20 @@ def copied(path: Path) -> list[str]:
     return [re.sub(r"^(#+) ", r"#\1### ", line) for line in path.read_text().rstrip().splitlines()]
 
 
-def summary(results: str | Path = "results", model: str = "lstm-additive-base-s0") -> str:
+def summary(
+    results: str | Path = "results", model: str = "lstm-additive-base-s0", papers: tuple[str, ...] = PAPERS
+) -> str:
     root = Path(results)
     tables = root / "tables"
     if not (tables / "jain_wallace" / "correlation.csv").exists():
         raise AttnauditError(f"{tables}/jain_wallace/correlation.csv is missing: run the pipeline first")
-    lines = ["### Jain & Wallace", "", *jain_wallace_section(tables / "jain_wallace", root / "models"), ""]
-    lines += ["### Bastings & Filippova", "", *bastings_filippova_section(tables / "bastings_filippova", model), ""]
+    lines = []
+    if "jain_wallace" in papers:
+        lines += ["### Jain & Wallace", "", *jain_wallace_section(tables / "jain_wallace", root / "models"), ""]
+        lines += [*copied(tables / "jain_wallace" / "table1.md"), ""]
+    if "bastings_filippova" in papers:
+        lines += ["### Bastings & Filippova", "", *bastings_filippova_section(tables / "bastings_filippova", model)]
+        lines += [""]
     for title, paper, names in (
         ("Wiegreffe & Pinter", "wiegreffe_pinter", ["table2_uniform", "seed_variance", "diagnostic_mlp"]),
         (
@@ -99,20 +107,23 @@ def summary(results: str | Path = "results", model: str = "lstm-additive-base-s0
             ],
         ),
     ):
+        if paper not in papers:
+            continue
         lines += [f"### {title}", ""]
         for name in names:
             lines += [*copied(tables / paper / f"{name}.md"), ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
-def update_readme(readme: str | Path, text: str) -> None:
+def update_readme(readme: str | Path, text: str, block: str = "results") -> None:
     path = Path(readme)
     content = path.read_text()
-    if START not in content or END not in content:
-        raise AttnauditError(f"{readme} has no {START} … {END} block to replace")
-    head, rest = content.split(START, 1)
-    _, tail = rest.split(END, 1)
-    write_text(path, f"{head}{START}\n{text}{END}{tail}")
+    start, end = f"<!-- {block}:start -->", f"<!-- {block}:end -->"
+    if start not in content or end not in content:
+        raise AttnauditError(f"{readme} has no {start} … {end} block to replace")
+    head, rest = content.split(start, 1)
+    _, tail = rest.split(end, 1)
+    write_text(path, f"{head}{start}\n{text}{end}{tail}")
 
 
 def add_cli(subparsers) -> None:
@@ -120,11 +131,13 @@ def add_cli(subparsers) -> None:
     p.add_argument("--results", default="results")
     p.add_argument("--model", default="lstm-additive-base-s0", help="the model of the B&F AOPC ranking")
     p.add_argument("--readme", help="replace the results block of this README instead of printing")
+    p.add_argument("--block", default="results", help="the README block to replace: <!-- BLOCK:start --> …")
+    p.add_argument("--papers", nargs="+", choices=PAPERS, default=list(PAPERS), help="the sections to write")
 
     def _run(a):
-        text = summary(a.results, a.model)
+        text = summary(a.results, a.model, tuple(a.papers))
         if a.readme:
-            update_readme(a.readme, text)
+            update_readme(a.readme, text, a.block)
         else:
             print(text, end="")
 

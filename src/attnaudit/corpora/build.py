@@ -1,4 +1,4 @@
-"""Corpora stage (GUIDE §1, §5): raw corpus → one verified ``documents.parquet`` + ``manifest.json``.
+"""Corpora stage: raw corpus → one verified ``documents.parquet`` + ``manifest.json``.
 
 ``documents.parquet``: ``id`` (str, stable), ``split`` (train/dev/test, or "all" without an official split),
 ``label`` (int64, 0..C-1), ``text`` (raw; empty documents kept) and, for ``planted`` only, ``important``

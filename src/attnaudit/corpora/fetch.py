@@ -1,4 +1,4 @@
-"""Find a corpus's raw files and verify them (GUIDE §5): the mirror if it holds them, else the official URLs.
+"""Find a corpus's raw files and verify them: the mirror if it holds them, else the official URLs.
 
 Order: ``mirror`` argument, else env ``ATTNAUDIT_MIRROR``; if ``<mirror>/<spec.mirror_dir>`` holds every file
 the corpus is read from there. Otherwise the files are gathered in ``raw_dir``: already-verified files are

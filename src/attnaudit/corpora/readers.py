@@ -326,7 +326,7 @@ def generate_planted(
     n_marker_words: int = 5,
     max_markers: int = 2,
 ) -> tuple[pd.DataFrame, dict]:
-    """Synthetic corpus whose label is decided by known tokens (GUIDE §5), from ``numpy.random.default_rng(seed)``.
+    """Synthetic corpus whose label is decided by known tokens, from ``numpy.random.default_rng(seed)``.
 
     Balanced labels; each document has a length uniform in [min_len, max_len] words, of which 1..max_markers
     (uniform) are marker words of its class at random positions and the rest uniform filler words.
@@ -462,7 +462,7 @@ def user_format(name: str, config: dict) -> str:
 
 
 def read_user(name: str, config: dict) -> tuple[pd.DataFrame, dict]:
-    """A user's own CSV/JSONL corpus declared in config (GUIDE §5): ``{path, format, text_column,
+    """A user's own CSV/JSONL corpus declared in config: ``{path, format, text_column,
     label_column, split_column?, id_column?, label_names?, encoding?}``.
 
     Without ``split_column`` every row gets split "all" (the tokeniser makes seeded stratified splits).

@@ -1,4 +1,4 @@
-"""The corpus registry (GUIDE §5): every corpus described once — files, official URLs, sha256, reader, labels,
+"""The corpus registry: every corpus described once — files, official URLs, sha256, reader, labels,
 and J&W's per-dataset choices (``defaults``) that the tokenise stage applies.
 
 Paths are relative to the corpus's folder: ``<mirror>/<mirror_dir>/`` or the stage's ``--raw-dir``.
@@ -199,7 +199,7 @@ REGISTRY: dict[str, CorpusSpec] = {
         ),
         CorpusSpec(
             name="planted",
-            description="Synthetic planted-token corpus: the label is decided by known marker words (GUIDE §5)",
+            description="Synthetic planted-token corpus: the label is decided by known marker words",
             citation="attnaudit (generated from a seed; no download)",
             mirror_dir=None,
             files=(),

@@ -22,7 +22,7 @@ from typing import ClassVar
 import torch
 
 from attnaudit import AttnauditError
-from attnaudit.importance import ImportanceMethod
+from attnaudit.importance.registry import ImportanceMethod
 from attnaudit.models import AttentionClassifier, Batch
 
 OUTPUTS = ("prob", "logit", "margin")
@@ -67,7 +67,7 @@ def gradient_mode() -> Iterator[None]:
 
 def captum_on_embeddings(captum_cls, model: AttentionClassifier, batch: Batch, output: str, **kwargs) -> torch.Tensor:
     """Run a Captum gradient method on the word embeddings for the predicted class: ``[B, T, d]``, detached."""
-    from attnaudit.importance import predicted_class
+    from attnaudit.importance.registry import predicted_class
 
     target = predicted_class(model, batch)
     with gradient_mode():

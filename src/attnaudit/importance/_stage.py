@@ -20,7 +20,7 @@ import torch
 
 from attnaudit import AttnauditError
 from attnaudit.auditing import load_audit_inputs, run_chunked
-from attnaudit.importance import METHODS, ImportanceMethod, UnsupportedArchitecture, get_method
+from attnaudit.importance.registry import METHODS, ImportanceMethod, UnsupportedArchitecture, get_method
 from attnaudit.io import read_parquet
 
 log = logging.getLogger(__name__)

@@ -2,7 +2,7 @@
 
 import torch
 
-from attnaudit.importance import ImportanceMethod, register
+from attnaudit.importance.registry import ImportanceMethod, register
 
 
 @register

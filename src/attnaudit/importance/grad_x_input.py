@@ -5,8 +5,8 @@ Eq. 3). Signed: B&F's *saliency* (the marginal effect of the actual input vector
 predicted class. Full computation path (attention not detached).
 """
 
-from attnaudit.importance import register
 from attnaudit.importance._forward import EmbeddingGradientMethod
+from attnaudit.importance.registry import register
 
 
 @register

@@ -9,7 +9,7 @@ batch: instances do not interact, so ∂(Σ_b ŷ_b)/∂e_b = ∂ŷ_b/∂e_b.
 
 import torch
 
-from attnaudit.importance import ImportanceMethod, register
+from attnaudit.importance.registry import ImportanceMethod, register
 
 
 @register

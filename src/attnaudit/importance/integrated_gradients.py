@@ -18,8 +18,8 @@ import logging
 import torch
 
 from attnaudit import AttnauditError
-from attnaudit.importance import Attribution, ImportanceMethod, predicted_class, register
 from attnaudit.importance._forward import check_output, embedding_forward, gradient_mode
+from attnaudit.importance.registry import Attribution, ImportanceMethod, predicted_class, register
 
 log = logging.getLogger(__name__)
 BASELINES = ("zeros", "pad", "unk")

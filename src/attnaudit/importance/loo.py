@@ -11,7 +11,7 @@ no maintained library implements deletion (rather than masking) leave-one-out.
 
 import torch
 
-from attnaudit.importance import ImportanceMethod, register
+from attnaudit.importance.registry import ImportanceMethod, register
 from attnaudit.metrics import tvd
 from attnaudit.models import Batch
 from attnaudit.models import deletions as deletions_module

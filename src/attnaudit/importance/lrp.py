@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import torch
 
 from attnaudit import AttnauditError
-from attnaudit.importance import ImportanceMethod, UnsupportedArchitecture, register
+from attnaudit.importance.registry import ImportanceMethod, UnsupportedArchitecture, register
 from attnaudit.models import AttentionClassifier, Batch
 
 LRP_OUTPUTS = ("margin", "logit")

@@ -10,8 +10,8 @@ over positions. Signed: positive = zeroing the word lowers the predicted-class o
 
 import torch
 
-from attnaudit.importance import ImportanceMethod, register
 from attnaudit.importance._forward import check_output, class_scores, row_slices
+from attnaudit.importance.registry import ImportanceMethod, register
 
 
 @register

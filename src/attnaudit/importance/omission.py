@@ -11,8 +11,8 @@ to encode: NaN, as ``loo``.
 
 import torch
 
-from attnaudit.importance import ImportanceMethod, register
 from attnaudit.importance._forward import check_output, class_scores
+from attnaudit.importance.registry import ImportanceMethod, register
 
 
 @register

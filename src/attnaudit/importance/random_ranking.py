@@ -8,7 +8,7 @@ instance gets the same ranking whatever batch, padding width or chunk it lands i
 import torch
 
 from attnaudit import AttnauditError
-from attnaudit.importance import ImportanceMethod, register
+from attnaudit.importance.registry import ImportanceMethod, register
 
 
 @register

@@ -6,8 +6,8 @@ the whole computation path, attention included (unlike J&W's ``gradient``, which
 this *sensitivity*, not saliency (§3.1, after Ancona et al. 2019).
 """
 
-from attnaudit.importance import register
 from attnaudit.importance._forward import EmbeddingGradientMethod
+from attnaudit.importance.registry import register
 
 
 @register

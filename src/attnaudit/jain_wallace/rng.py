@@ -1,7 +1,7 @@
 """Counter-based random numbers: a value is a pure function of (instance seed, stream, sample, position).
 
 The permutation and adversarial audits draw per-instance randomness from :func:`attnaudit.auditing.instance_seed`
-(GUIDE §4: randomness is per instance, never per batch or chunk). Hashing the counter instead of seeding one
+(randomness is per instance, never per batch or chunk). Hashing the counter instead of seeding one
 generator per instance keeps the batched code free of per-instance loops, makes the numbers independent of the
 padded width of a batch, and lets the naive reference draw exactly the same numbers for one instance alone.
 The mixer is the 32-bit integer hash of Wang/Mueller (two multiply–xorshift rounds), done in int64 arithmetic.

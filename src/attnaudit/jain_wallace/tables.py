@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from attnaudit.io import read_parquet, write_text
+from attnaudit.io import read_json, read_parquet, write_text
 from attnaudit.jain_wallace.correlation import method_pairs, pair_name
 from attnaudit.jain_wallace.labels import ALL_CLASSES, class_name, label_names
 from attnaudit.jain_wallace.options import resolve
@@ -64,6 +64,23 @@ JW_TABLE2 = {
     },
 }
 JW_TABLE2["babi3_1k"] = JW_TABLE2["babi3"]
+# J&W (2019) Table 1, "test performance" of their BiLSTM (additive attention): the positive class's F1 for the binary
+# classification corpora, accuracy for QA (bAbI, CNN), micro-F1 (= accuracy) for NLI (SNLI).
+JW_TABLE1 = {
+    "sst": ("positive-class F1", 0.81),
+    "imdb": ("positive-class F1", 0.88),
+    "adr": ("positive-class F1", 0.61),
+    "20news": ("positive-class F1", 0.94),
+    "agnews": ("positive-class F1", 0.96),
+    "mimic_diabetes": ("positive-class F1", 0.79),
+    "mimic_anemia": ("positive-class F1", 0.92),
+    "cnn": ("accuracy", 0.64),
+    "babi1": ("accuracy", 1.0),
+    "babi2": ("accuracy", 0.65),
+    "babi3": ("accuracy", 0.64),
+    "babi3_1k": ("accuracy", 0.64),  # J&W's number is for the en-10k task 3
+    "snli": ("micro-F1", 0.78),
+}
 # the three column groups of Table 2: (measure, J&W encoder, our pair)
 JW_MEASURES = (
     ("tau_g", "lstm", "attention~gradient"),
@@ -221,6 +238,57 @@ def with_labels(frame: pd.DataFrame, names: dict[str, list[str]]) -> pd.DataFram
     return labelled
 
 
+def table1(runs: list[dict]) -> pd.DataFrame:
+    """Each model's test score in J&W Table 1's metric for its corpus, next to J&W's BiLSTM number (runs with a
+    ``metrics`` path only)."""
+    rows = []
+    for run in runs:
+        if not run.get("metrics"):
+            continue
+        test = read_json(run["metrics"])["test"]
+        metric, jw = JW_TABLE1.get(run.get("corpus", run["dataset"]), ("accuracy", np.nan))
+        per_class = test.get("per_class_f1") or []
+        ours = per_class[1] if metric == "positive-class F1" and len(per_class) == 2 else test["accuracy"]
+        rows.append(
+            {
+                "dataset": run["dataset"],
+                "corpus": run.get("corpus", run["dataset"]),
+                "model": run["model"],
+                "encoder": run.get("encoder", ""),
+                "attention": run.get("attention", ""),
+                "metric": metric,
+                "ours": ours,
+                "ours_macro_f1": test.get("macro_f1", np.nan),
+                "n_test": test.get("n", np.nan),
+                "jw_bilstm": jw,
+            }
+        )
+    return pd.DataFrame(
+        rows,
+        columns=["dataset", "corpus", "model", "encoder", "attention", "metric", "ours", "ours_macro_f1", "n_test"]
+        + ["jw_bilstm"],
+    )
+
+
+def table1_markdown(frame: pd.DataFrame) -> str:
+    lines = [
+        "# Jain & Wallace (2019) Table 1: test performance, ours vs the paper",
+        "",
+        "J&W report their BiLSTM's positive-class F1 (classification), accuracy (QA) or micro-F1 (NLI); ours for "
+        "every audited model, in the same metric.",
+        "",
+        "| dataset | model | metric | ours | ours macro-F1 | n test | J&W BiLSTM |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    fmt = lambda x: "–" if pd.isna(x) else f"{x:.3f}"  # noqa: E731
+    for _, r in frame.iterrows():
+        lines.append(
+            f"| {r['dataset']} | {r['model']} | {r['metric']} | {fmt(r['ours'])} | {fmt(r['ours_macro_f1'])} | "
+            f"{r['n_test']} | {fmt(r['jw_bilstm'])} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def table2_markdown(frame: pd.DataFrame, options: dict) -> str:
     opts = options["correlation"]
     lines = [
@@ -305,8 +373,9 @@ def seeds_markdown(frame: pd.DataFrame) -> str:
 
 def write_tables(runs: list[dict], out_dir: str | Path, options: dict | None = None) -> dict:
     """``runs``: [{dataset, model, corpus, selection, encoder, attention, regulariser, seed, correlation,
-    permutation, adversarial, manifest?}], the three audits the paths of the model's gathered audits, the manifest
-    the corpus's (its ``label_names`` name the classes in a ``label`` column)."""
+    permutation, adversarial, manifest?, metrics?}], the three audits the paths of the model's gathered audits,
+    the manifest the corpus's (its ``label_names`` name the classes in a ``label`` column), metrics the model's
+    ``metrics.json`` (J&W Table 1)."""
     opts = resolve(options)
     out = Path(out_dir)
     tables = {
@@ -319,12 +388,14 @@ def write_tables(runs: list[dict], out_dir: str | Path, options: dict | None = N
     if overall:
         extra = overall_rows(_load([r for r in runs if r["dataset"] in overall], "correlation"), opts, overall)
         tables["correlation"] = pd.concat([tables["correlation"], extra], ignore_index=True)
+    tables["table1"] = table1(runs)
     tables["table2"] = table2(tables["correlation"], corpora)
     tables["seeds"] = seeds_table(tables["correlation"], corpora)
     names = {run["dataset"]: label_names(run.get("manifest")) for run in runs}
     tables = {key: with_labels(frame, names) for key, frame in tables.items()}
     for name, frame in tables.items():
         write_text(out / f"{name}.csv", frame.to_csv(index=False, float_format="%.6g"))
+    write_text(out / "table1.md", table1_markdown(tables["table1"]))
     write_text(out / "table2.md", table2_markdown(tables["table2"], opts))
     write_text(out / "seeds.md", seeds_markdown(tables["seeds"]))
     log.info("wrote %s to %s", ", ".join(f"{k}.csv" for k in tables), out)

@@ -1,4 +1,4 @@
-"""Ground truth on the planted-token corpus (GUIDE §5): the one setting where "faithful" has a right answer.
+"""Ground truth on the planted-token corpus: the one setting where "faithful" has a right answer.
 
 The label of a planted document is decided by its marker words, whose positions are known (``important``). For
 every method: precision@k = |top-k candidates ∩ planted positions| / k, with k the number of planted tokens of

@@ -1,4 +1,4 @@
-"""Tokenise stage: documents.parquet → examples.parquet, vocab.json, stats.json (GUIDE §2).
+"""Tokenise stage: documents.parquet → examples.parquet, vocab.json, stats.json.
 
 J&W Appendix A: spaCy tokenisation, lowercase, every token containing a digit → ``qqq``, out-of-vocabulary
 words → ``<unk>``; vocabulary from the train split with a per-dataset minimum count (§3 choices in the corpus
