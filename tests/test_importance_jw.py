@@ -112,6 +112,32 @@ def test_bilstm_deletions_without_reencoding_equal_reencoding(hidden_mode, atten
         assert torch.isnan(streamed[empty]).all()  # nothing left to encode
 
 
+@pytest.mark.parametrize("hidden_mode", ["plain", "residual"])
+def test_faded_deletions_stop_early_with_the_same_logits(hidden_mode):
+    """Long sequences: a deletion's states fade into the original ones, so with ``tolerance`` its recursion stops
+    and the rest of its softmax comes from the original sequence — far fewer recomputed steps, the same logits
+    (also against re-encoding, and for a slice of deleted positions)."""
+    model = tiny_model(
+        "lstm", "additive", 1, 3, randomise=True, embedding_dim=16, lstm_hidden=8, hidden_mode=hidden_mode
+    )
+    seqs, batch = small_batch(5, lengths=(150, 97, 120))
+    for first, last in ((0, batch.tokens.shape[1]), (40, 90)):
+        exact_steps, faded_steps = {}, {}
+        with torch.no_grad():
+            exact = deletions_module.deletion_logits(model, batch, first, last, 0.0, exact_steps)
+            faded = deletions_module.deletion_logits(model, batch, first, last, 1e-6, faded_steps)
+        assert faded_steps["row_steps"] < 0.5 * exact_steps["row_steps"], (faded_steps, exact_steps)
+        t = torch.arange(first, last)[:, None]
+        real = t < torch.tensor([len(x) for x in seqs])[None, :]
+        torch.testing.assert_close(faded[real], exact[real], atol=1e-5, rtol=1e-5)
+    deleted, b, t = deletions(batch, 60, 64)
+    with torch.no_grad():
+        encoded = model(deleted).logits.view(4, len(seqs), -1)
+    torch.testing.assert_close(faded[20:24], encoded, atol=1e-5, rtol=1e-5)
+    loo = get_method("loo").attribute(model, batch)  # the default tolerance is this one
+    np.testing.assert_allclose(loo[0, :150].numpy(), reference.loo(model, seqs[0]), atol=1e-5)
+
+
 def test_stacked_bilstm_reencodes_deletions():
     """A second layer reads backward states that change before t: no reuse, every deletion is re-encoded."""
     model = tiny_model("lstm", "additive", 0, 3, randomise=False, embedding_dim=16, lstm_hidden=8, lstm_layers=2)

@@ -36,14 +36,15 @@ def deletions(batch: Batch, first: int = 0, last: int | None = None) -> tuple[Ba
     return batch.with_positions(b, source, deleted_mask), b, t
 
 
-def deletion_logits(model, batch: Batch, max_tokens: int) -> torch.Tensor:
+def deletion_logits(model, batch: Batch, max_tokens: int, tolerance: float = 0.0) -> torch.Tensor:
     """Logits ``[T, B, C]`` of every instance with its token t deleted, for every position t (entries beyond an
     instance's length unspecified). A one-layer BiLSTM with learned attention resumes from the states a deletion
-    leaves unchanged, all deletions at once (:mod:`attnaudit.models.deletions`); any other model re-encodes every
-    shorter sequence, in slices of at most ``max_tokens`` token positions."""
+    leaves unchanged, all deletions at once, until they fade within ``tolerance`` of the original states
+    (:mod:`attnaudit.models.deletions`); any other model re-encodes every shorter sequence, in slices of at most
+    ``max_tokens`` token positions."""
     n_batch, width = batch.tokens.shape
     if deletions_module.supports(model, batch):
-        return deletions_module.deletion_logits(model, batch, 0, width)
+        return deletions_module.deletion_logits(model, batch, 0, width, tolerance)
     per_slice = max(1, max_tokens // (n_batch * (width - 1)))
     pieces = []
     for first in range(0, width, per_slice):
@@ -66,13 +67,14 @@ class LeaveOneOut(ImportanceMethod):
     signed = False
     citation = "Jain & Wallace 2019, Algorithm 1 (deletion leave-one-out, TVD)"
 
-    def __init__(self, max_tokens: int = 1 << 18):
+    def __init__(self, max_tokens: int = 1 << 18, tolerance: float = 1e-6):
         self.max_tokens = int(max_tokens)  # token positions per forward pass when re-encoding deletions
+        self.tolerance = float(tolerance)  # a deletion's states this close to the original ones have faded
 
     @torch.no_grad()
     def attribute(self, model, batch):
         probs = model(batch).probs
         if batch.tokens.shape[1] < 2:  # every instance has one token: nothing is left after a deletion
             return torch.zeros(batch.mask.shape, dtype=probs.dtype).masked_fill(batch.mask, float("nan"))
-        deleted = torch.softmax(deletion_logits(model, batch, self.max_tokens), dim=-1)  # [T, B, C]
+        deleted = torch.softmax(deletion_logits(model, batch, self.max_tokens, self.tolerance), dim=-1)  # [T, B, C]
         return per_position(tvd(deleted, probs[None]), batch)

@@ -21,9 +21,10 @@ class Omission(ImportanceMethod):
     signed = True
     citation = "Bastings & Filippova 2020, §3.3 (omission: Kádár et al. 2017; = J&W deletion LOO, signed)"
 
-    def __init__(self, output: str = "prob", max_tokens: int = 1 << 18):
+    def __init__(self, output: str = "prob", max_tokens: int = 1 << 18, tolerance: float = 1e-6):
         self.output = check_output(output)
         self.max_tokens = int(max_tokens)  # token positions per forward pass when re-encoding deletions
+        self.tolerance = float(tolerance)  # as LeaveOneOut's: when a deletion's states have faded
 
     @torch.no_grad()
     def attribute(self, model, batch):
@@ -34,6 +35,6 @@ class Omission(ImportanceMethod):
         full = class_scores(logits, self.output).gather(1, target[:, None]).squeeze(1)
         if batch.tokens.shape[1] < 2:  # every instance has one token: nothing is left after a deletion
             return torch.zeros(batch.mask.shape, dtype=full.dtype).masked_fill(batch.mask, float("nan"))
-        omitted = class_scores(deletion_logits(model, batch, self.max_tokens), self.output)  # [T, B, C]
+        omitted = class_scores(deletion_logits(model, batch, self.max_tokens, self.tolerance), self.output)
         omitted = omitted.gather(2, target[None, :, None].expand(omitted.shape[0], -1, 1)).squeeze(2)
         return per_position(full[None, :] - omitted, batch)

@@ -15,6 +15,12 @@ once per original position and only the new half is projected; the softmax over 
 sequence's logits (T&Š Eq. 9). Nothing of size T² × hidden is ever stored: memory is O(T × B × (hidden + C)),
 so long documents fit. Written by hand: no library computes deletion leave-one-out; a test compares it with
 re-encoding every shorter sequence.
+
+A deletion's effect on the recurrent state fades: once a deletion's recomputed states (h and c, every instance of
+the batch) are within ``tolerance`` of the original states at the same position, the rest of its recursion would
+reproduce the original states, so it stops there and takes the rest of its softmax from the original sequence's
+readout (a suffix aggregate for the forward direction, a prefix aggregate for the backward one). The work then
+grows with T × (the steps a deletion takes to fade) instead of T²; ``tolerance = 0`` recomputes every state.
 """
 
 from __future__ import annotations
@@ -111,10 +117,65 @@ def original_states(encoder, embedded: torch.Tensor, mask: torch.Tensor, backwar
     return gates.transpose(0, 1), h.transpose(0, 1), c.transpose(0, 1)
 
 
-def deletion_logits(model, batch: Batch, first: int, last: int) -> torch.Tensor:
+class SoftmaxAccumulator:
+    """Online softmax over positions of ``rows`` deleted sequences × B instances: running maximum ``best``, the
+    sum of exp(score − best) ``total`` and the exp-weighted sum of per-token logits ``summed``."""
+
+    def __init__(self, n_rows: int, n_batch: int, n_classes: int, like: torch.Tensor):
+        self.best = like.new_full((n_rows, n_batch), float("-inf"))
+        self.total = like.new_zeros(n_rows, n_batch)
+        self.summed = like.new_zeros(n_rows, n_batch, n_classes)
+
+    def add(self, rows, best: torch.Tensor, total: torch.Tensor, summed: torch.Tensor) -> None:
+        """Merge an aggregate (a single position has total 1 and summed = its logits) into ``rows``."""
+        top = torch.maximum(self.best[rows], best)
+        shift = torch.where(torch.isinf(top), torch.zeros_like(top), top)
+        kept, weight = torch.exp(self.best[rows] - shift), torch.exp(best - shift)
+        self.total[rows] = self.total[rows] * kept + total * weight
+        self.summed[rows] = self.summed[rows] * kept[..., None] + summed * weight[..., None]
+        self.best[rows] = top
+
+    def logits(self) -> torch.Tensor:
+        return self.summed / self.total[..., None]  # 0/0 = NaN for an instance left empty
+
+
+def running_aggregates(scores: torch.Tensor, logits: torch.Tensor, reverse: bool) -> tuple[torch.Tensor, ...]:
+    """Softmax aggregates (best, total, summed) of the original positions before p (``reverse``: from p on), for
+    every p in 0..T: ``[T + 1, B]``, ``[T + 1, B]``, ``[T + 1, B, C]``; position 0 (``reverse``: T) is empty."""
+    width = scores.shape[0]
+    acc = SoftmaxAccumulator(width + 1, scores.shape[1], logits.shape[-1], logits)
+    order = range(width - 1, -1, -1) if reverse else range(width)
+    previous = width if reverse else 0
+    ones = torch.ones_like(scores[0])
+    for p in order:
+        here = p if reverse else p + 1
+        for field in (acc.best, acc.total, acc.summed):
+            field[here] = field[previous]
+        acc.add(here, scores[p], ones, logits[p])
+        previous = here
+    return acc.best, acc.total, acc.summed
+
+
+def settled_rows(gap: torch.Tensor, ignore: torch.Tensor, tolerance: float, from_end: bool) -> int:
+    """How many leading rows (``from_end``: trailing) have every instance within ``tolerance`` of the original
+    states (or ignored: past its end, or a deletion beyond its length)."""
+    done = ((gap <= tolerance) | ignore).all(dim=1)
+    if from_end:
+        done = done.flip(0)
+    return int(done.cumprod(0).sum())
+
+
+FADE_CHECK_EVERY = 8  # steps between the checks whether deletions have faded (each check costs about one step)
+
+
+def deletion_logits(
+    model, batch: Batch, first: int, last: int, tolerance: float = 0.0, stats: dict | None = None
+) -> torch.Tensor:
     """Logits ``[last − first, B, C]`` of every instance of ``batch`` with its token t deleted, for t in
     ``first..last−1`` (:func:`supports` must hold; entries with t beyond an instance's length are unspecified;
-    an instance left empty gets NaN)."""
+    an instance left empty gets NaN). ``tolerance`` > 0 stops a deletion's recursion once its states are that
+    close (max |Δh|, |Δc|) to the original states (module docstring); ``stats["row_steps"]`` counts the
+    recomputed (deletion × step) rows."""
     encoder, mask = model.encoder, batch.mask
     size, width, n_batch = encoder.rnn.hidden_size, mask.shape[1], mask.shape[0]
     n_rows = last - first
@@ -126,42 +187,74 @@ def deletion_logits(model, batch: Batch, first: int, last: int) -> torch.Tensor:
             gates[direction], h, c = original_states(encoder, embedded, mask, direction == "backward")
             hidden[direction], cells[direction] = h * real, c * real  # 0 on padding: "nothing after t" reads 0
         readout = Readout(model, embedded, mask, hidden)
-        n_classes = model.decoder.out_features
-        best = embedded.new_full((n_rows, n_batch), float("-inf"))
-        total = embedded.new_zeros(n_rows, n_batch)
-        summed = embedded.new_zeros(n_rows, n_batch, n_classes)
+        acc = SoftmaxAccumulator(n_rows, n_batch, model.decoder.out_features, embedded)
+        lengths = mask.sum(dim=1)
         # position j exists in a deleted sequence of instance b iff j < length_b − 1
-        exists = torch.arange(max(width - 1, 1), device=mask.device)[:, None] < mask.sum(dim=1)[None, :] - 1
+        exists = torch.arange(max(width, 2), device=mask.device)[:, None] < lengths[None, :] - 1
+        beyond = torch.arange(first, last, device=mask.device)[:, None] >= lengths[None, :]  # [rows, B] unspecified
 
         def complete(rows: slice, position: int, state: torch.Tensor, direction: str) -> None:
             """Fold position ``position`` of the deleted sequences ``rows`` into their online softmax."""
             original = position + 1 if direction == "forward" else position
             values = state @ readout.new[direction] + readout.known[direction][original]  # [n, B, k + C]
             score = readout.score(values[..., : readout.width]).masked_fill(~exists[position], float("-inf"))
-            top = torch.maximum(best[rows], score)
-            shift = torch.where(torch.isinf(top), torch.zeros_like(top), top)
-            kept, weight = torch.exp(best[rows] - shift), torch.exp(score - shift)
-            total[rows] = total[rows] * kept + weight
-            summed[rows] = summed[rows] * kept[..., None] + weight[..., None] * values[..., readout.width :]
-            best[rows] = top
+            acc.add(rows, score, torch.ones_like(score), values[..., readout.width :])
+
+        if tolerance > 0:  # the original sequence's readout per position, aggregated from either end
+            values = hidden["forward"] @ readout.new["forward"] + readout.known["forward"]  # [T, B, k + C]
+            scores = readout.score(values[..., : readout.width]).masked_fill(~mask.t(), float("-inf"))
+            suffix = running_aggregates(scores, values[..., readout.width :], reverse=True)
+            prefix = running_aggregates(scores, values[..., readout.width :], reverse=False)
 
         zeros = embedded.new_zeros(1, n_batch, size)
         # forward, step s: deletions t ≤ s resume from the state after position t − 1, reading x_{s+1}
         w_hh = doubled_cell_input(encoder.weights(0, False)[1].t())
         h = torch.cat([zeros, hidden["forward"]])[first:last].clone()  # [t, B, H]
         c = torch.cat([zeros, cells["forward"]])[first:last].clone()
+        done, row_steps = 0, 0  # rows 0..done−1 have faded into the original states and are complete
         for step in range(first, width - 1):
             n = min(step + 1, last) - first
-            pre = (h[:n].reshape(-1, size) @ w_hh).view(n, n_batch, -1).add_(gates["forward"][step + 1])
-            h[:n], c[:n] = lstm_step(pre, c[:n])
-            complete(slice(0, n), step, h[:n], "forward")
+            if done == n:
+                continue
+            rows = slice(done, n)
+            pre = (h[rows].reshape(-1, size) @ w_hh).view(n - done, n_batch, -1).add_(gates["forward"][step + 1])
+            h[rows], c[rows] = lstm_step(pre, c[rows])
+            complete(rows, step, h[rows], "forward")
+            row_steps += n - done
+            if tolerance > 0 and (step - first) % FADE_CHECK_EVERY == 0:  # deleted position step = original step + 1
+                gap = torch.maximum(
+                    (h[rows] - hidden["forward"][step + 1]).abs().amax(-1),
+                    (c[rows] - cells["forward"][step + 1]).abs().amax(-1),
+                )
+                settled = settled_rows(gap, beyond[rows] | ~exists[step + 1], tolerance, from_end=False)
+                if settled:  # the rest: original positions step + 2 … (deleted positions step + 1 …)
+                    faded = slice(done, done + settled)
+                    acc.add(faded, *(x[step + 2] for x in suffix))
+                    done += settled
         # backward, step s from T − 2 down: deletions t > s resume from the state of position t + 1, reading x_s
         w_hh = doubled_cell_input(encoder.weights(0, True)[1].t())
         h = torch.cat([hidden["backward"], zeros])[first + 1 : last + 1].clone()
         c = torch.cat([cells["backward"], zeros])[first + 1 : last + 1].clone()
+        end = n_rows  # rows end.. have faded into the original states and are complete
         for step in range(min(last - 1, width - 1) - 1, -1, -1):
             start = max(step + 1, first) - first
-            pre = (h[start:].reshape(-1, size) @ w_hh).view(-1, n_batch, 4 * size).add_(gates["backward"][step])
-            h[start:], c[start:] = lstm_step(pre, c[start:])
-            complete(slice(start, None), step, h[start:], "backward")
-        return summed / total[..., None]  # 0/0 = NaN for an instance left empty
+            if start >= end:
+                continue
+            rows = slice(start, end)
+            pre = (h[rows].reshape(-1, size) @ w_hh).view(-1, n_batch, 4 * size).add_(gates["backward"][step])
+            h[rows], c[rows] = lstm_step(pre, c[rows])
+            complete(rows, step, h[rows], "backward")
+            row_steps += end - start
+            if tolerance > 0 and step % FADE_CHECK_EVERY == 0:  # deleted position `step` = original position `step`
+                gap = torch.maximum(
+                    (h[rows] - hidden["backward"][step]).abs().amax(-1),
+                    (c[rows] - cells["backward"][step]).abs().amax(-1),
+                )
+                settled = settled_rows(gap, beyond[rows], tolerance, from_end=True)
+                if settled:  # the rest: original positions 0 … step − 1
+                    faded = slice(end - settled, end)
+                    acc.add(faded, *(x[step] for x in prefix))
+                    end -= settled
+        if stats is not None:
+            stats["row_steps"] = stats.get("row_steps", 0) + row_steps
+        return acc.logits()
