@@ -211,3 +211,21 @@ def test_planted_positions_rank_first(planted_scores, method):
         top = np.argsort(-scores, kind="stable")[:k]
         hits.append(bool(planted[top].all()))
     assert np.mean(hits) >= 0.9, f"{method}: planted words ranked first in only {np.mean(hits):.0%} of instances"
+
+
+@pytest.mark.parametrize("attention", ["additive", "dot"])
+@pytest.mark.parametrize("encoder,hidden_mode", [("average", "plain"), ("mlp", "plain"), ("average", "concat")])
+def test_tokenwise_deletions_drop_one_position_from_the_softmax(encoder, hidden_mode, attention):
+    """Average/MLP encoders: deleting a token removes it from the attention softmax and nothing else — the
+    closed form equals re-encoding every shorter sequence (any slice of deleted positions)."""
+    model = tiny_model(encoder, attention, 2, 3, randomise=True, embedding_dim=16, hidden_mode=hidden_mode)
+    seqs, batch = small_batch(6, lengths=(9, 4, 12, 2))
+    assert deletions_module.tokenwise(model, batch) and not deletions_module.supports(model, batch)
+    width = batch.tokens.shape[1]
+    for first, last in ((0, width), (2, 5)):
+        deleted, b, t = deletions(batch, first, last)
+        with torch.no_grad():
+            closed = deletions_module.tokenwise_deletion_logits(model, batch, first, last).flatten(0, 1)
+            encoded = model(deleted).logits
+        real = [row for row in range(len(b)) if t[row] < len(seqs[int(b[row])]) and len(seqs[int(b[row])]) > 1]
+        torch.testing.assert_close(closed[real], encoded[real], atol=1e-5, rtol=1e-5)

@@ -79,7 +79,10 @@ def copied(path: Path) -> list[str]:
 
 
 def summary(
-    results: str | Path = "results", model: str = "lstm-additive-base-s0", papers: tuple[str, ...] = PAPERS
+    results: str | Path = "results",
+    model: str = "lstm-additive-base-s0",
+    papers: tuple[str, ...] = PAPERS,
+    jw_tables: tuple[str, ...] = ("table1",),
 ) -> str:
     root = Path(results)
     tables = root / "tables"
@@ -88,7 +91,8 @@ def summary(
     lines = []
     if "jain_wallace" in papers:
         lines += ["### Jain & Wallace", "", *jain_wallace_section(tables / "jain_wallace", root / "models"), ""]
-        lines += [*copied(tables / "jain_wallace" / "table1.md"), ""]
+        for name in jw_tables:
+            lines += [*copied(tables / "jain_wallace" / f"{name}.md"), ""]
     if "bastings_filippova" in papers:
         lines += ["### Bastings & Filippova", "", *bastings_filippova_section(tables / "bastings_filippova", model)]
         lines += [""]
@@ -133,9 +137,10 @@ def add_cli(subparsers) -> None:
     p.add_argument("--readme", help="replace the results block of this README instead of printing")
     p.add_argument("--block", default="results", help="the README block to replace: <!-- BLOCK:start --> …")
     p.add_argument("--papers", nargs="+", choices=PAPERS, default=list(PAPERS), help="the sections to write")
+    p.add_argument("--jw-tables", nargs="*", default=["table1"], help="J&W tables copied (table1, table2, seeds)")
 
     def _run(a):
-        text = summary(a.results, a.model, tuple(a.papers))
+        text = summary(a.results, a.model, tuple(a.papers), tuple(a.jw_tables))
         if a.readme:
             update_readme(a.readme, text, a.block)
         else:

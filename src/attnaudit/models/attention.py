@@ -29,11 +29,15 @@ class AdditiveAttention(nn.Module):
         self.w_query = nn.Linear(dim, dim // 2, bias=False)
         self.v = nn.Linear(dim // 2, 1, bias=False)
 
-    def forward(self, hidden: torch.Tensor, query: torch.Tensor | None, batch: Batch) -> torch.Tensor:
+    def scores(self, hidden: torch.Tensor, query: torch.Tensor | None) -> torch.Tensor:
+        """φ per position ``[B, T]``, before the softmax."""
         z = self.w_hidden(hidden)
         if query is not None:
             z = z + self.w_query(query).unsqueeze(1)
-        return masked_softmax(self.v(torch.tanh(z)).squeeze(-1), batch.mask)
+        return self.v(torch.tanh(z)).squeeze(-1)
+
+    def forward(self, hidden: torch.Tensor, query: torch.Tensor | None, batch: Batch) -> torch.Tensor:
+        return masked_softmax(self.scores(hidden, query), batch.mask)
 
 
 class DotAttention(nn.Module):
@@ -45,9 +49,13 @@ class DotAttention(nn.Module):
         self.learned_query = nn.Parameter(torch.randn(dim))
         self.scale = 1.0 / math.sqrt(dim)
 
-    def forward(self, hidden: torch.Tensor, query: torch.Tensor | None, batch: Batch) -> torch.Tensor:
+    def scores(self, hidden: torch.Tensor, query: torch.Tensor | None) -> torch.Tensor:
+        """φ per position ``[B, T]``, before the softmax."""
         q = self.learned_query.expand(hidden.shape[0], -1) if query is None else query
-        return masked_softmax(torch.einsum("btm,bm->bt", hidden, q) * self.scale, batch.mask)
+        return torch.einsum("btm,bm->bt", hidden, q) * self.scale
+
+    def forward(self, hidden: torch.Tensor, query: torch.Tensor | None, batch: Batch) -> torch.Tensor:
+        return masked_softmax(self.scores(hidden, query), batch.mask)
 
 
 def uniform_attention(mask: torch.Tensor, tokens: torch.Tensor, markers: tuple[int, ...]) -> torch.Tensor:

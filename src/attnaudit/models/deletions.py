@@ -16,6 +16,11 @@ sequence's logits (T&Š Eq. 9). Nothing of size T² × hidden is ever stored: me
 so long documents fit. Written by hand: no library computes deletion leave-one-out; a test compares it with
 re-encoding every shorter sequence.
 
+Token-wise encoders (J&W's average encoder, W&P's MLP) need no recursion at all: deleting token t leaves every
+other hidden state, attention score and per-token logit as it was, so the deleted sequence's logits are the
+softmax-weighted per-token logits of the other positions — a prefix and a suffix aggregate per t
+(:func:`tokenwise_deletion_logits`, O(T) per instance instead of re-encoding T sequences of length T − 1).
+
 A deletion's effect on the recurrent state fades: once a deletion's recomputed states (h and c, every instance of
 the batch) are within ``tolerance`` of the original states at the same position, the rest of its recursion would
 reproduce the original states, so it stops there and takes the rest of its softmax from the original sequence's
@@ -29,6 +34,7 @@ import torch
 
 from attnaudit.models.attention import AdditiveAttention, DotAttention
 from attnaudit.models.batch import Batch
+from attnaudit.models.encoders import TokenwiseEncoder
 
 
 def supports(model, batch: Batch) -> bool:
@@ -257,4 +263,31 @@ def deletion_logits(
                     end -= settled
         if stats is not None:
             stats["row_steps"] = stats.get("row_steps", 0) + row_steps
+        return acc.logits()
+
+
+def tokenwise(model, batch: Batch) -> bool:
+    """A token-wise encoder (average, MLP) in eval mode with learned additive or dot attention and no query."""
+    return (
+        isinstance(model.encoder, TokenwiseEncoder)
+        and isinstance(model.attention, AdditiveAttention | DotAttention)
+        and getattr(model, "linear_decoder", False)
+        and not model.training
+        and model.encode_query(batch) is None
+    )
+
+
+def tokenwise_deletion_logits(model, batch: Batch, first: int, last: int) -> torch.Tensor:
+    """Logits ``[last − first, B, C]`` with token t deleted (:func:`tokenwise` must hold): the softmax over the
+    other positions' unchanged scores of their unchanged per-token logits (T&Š Eq. 9), as the aggregate of the
+    positions before t merged with that of the positions after t (no cancellation, online maximum)."""
+    with torch.no_grad():
+        hidden = model.encode(model.embed(batch), batch.mask)
+        scores = model.attention.scores(hidden, None).masked_fill(~batch.mask, float("-inf")).t()  # [T, B]
+        logits = model.token_logits(hidden).transpose(0, 1)  # [T, B, C]
+        before = running_aggregates(scores, logits, reverse=False)
+        after = running_aggregates(scores, logits, reverse=True)
+        acc = SoftmaxAccumulator(last - first, scores.shape[1], logits.shape[-1], logits)
+        acc.add(slice(None), *(x[first:last] for x in before))
+        acc.add(slice(None), *(x[first + 1 : last + 1] for x in after))
         return acc.logits()
