@@ -2,8 +2,9 @@
 ``cpu_time`` column: robust to a busy machine) and peak RSS.
 
 ``python -m attnaudit job-costs [benchmarks/]`` (alias ``benchmarks``) prints one line per rule and a total;
-benchmark paths are
-``benchmarks/{rule}/...tsv`` by convention, so the first path component names the rule.
+``--per-model`` prints one line per dataset × model instead: the CPU seconds of each rule that ran on the model
+(training, importance, audits) and their sum. Benchmark paths are ``benchmarks/{rule}/...tsv`` by convention, so
+the first path component names the rule, and per-model jobs are ``benchmarks/{rule}/{dataset}/{model}[/…].tsv``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,18 @@ def collect(root: str | Path) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows, columns=["rule", "job", "seconds", "cpu_seconds", "max_rss_mb"])
+
+
+def per_model(root: str | Path) -> pd.DataFrame:
+    """CPU seconds per dataset × model (rows) and rule (columns), with the wall and CPU totals per model."""
+    jobs = collect(root)
+    parts = jobs["job"].str.split("/")
+    jobs = jobs[parts.str.len() >= 3].assign(dataset=parts.str[1], model=parts.str[2].str.removesuffix(".tsv"))
+    table = jobs.pivot_table(index=["dataset", "model"], columns="rule", values="cpu_seconds", aggfunc="sum")
+    totals = jobs.groupby(["dataset", "model"]).agg(
+        cpu_seconds_sum=("cpu_seconds", "sum"), seconds_sum=("seconds", "sum")
+    )
+    return table.join(totals).fillna(0.0).round(1)
 
 
 def summarise(root: str | Path) -> pd.DataFrame:
@@ -61,4 +74,5 @@ def add_cli(subparsers) -> None:
         help="per-rule wall and CPU time and peak RSS from Snakemake benchmark files",
     )
     p.add_argument("root", nargs="?", default="benchmarks")
-    p.set_defaults(func=lambda a: print(summarise(a.root).to_string()))
+    p.add_argument("--per-model", action="store_true", help="CPU seconds per dataset × model and rule")
+    p.set_defaults(func=lambda a: print((per_model if a.per_model else summarise)(a.root).to_string()))
