@@ -377,6 +377,43 @@ def test_qa_gradient_and_loo_are_over_passage_tokens_and_keep_the_query():
     torch.testing.assert_close(loo[0, 1], expected)
 
 
+@pytest.mark.parametrize(
+    "encoder,attention,path",
+    [("lstm", "additive", "streamed"), ("average", "additive", "tokenwise"), ("average", "dot", "tokenwise")],
+)
+@pytest.mark.parametrize("candidates", [(), (10, 11, 12, 13, 14)])
+def test_qa_deletions_without_reencoding_equal_reencoding(encoder, attention, path, candidates):
+    """J&W's QA model: its decoder is linear in the context up to tanh(· + W₁q q), so the BiLSTM's deletions
+    resume from unchanged states and the average encoder's drop one position — the logits of re-encoding every
+    shortened passage with its query (and candidate mask), for every real deletion; long passages fade early."""
+    from attnaudit.importance.loo import deletions
+    from attnaudit.models import deletions as deletions_module
+
+    model = qa_model(encoder, attention, candidates=candidates, seed=3)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.3 * torch.randn_like(p))  # away from the near-zero initialisation
+    rng = np.random.default_rng(1)
+    passages = [np.array([2, *rng.integers(4, 30, size=n), 3]) for n in (7, 60, 2, 140)]
+    queries = [np.array([2, *rng.integers(4, 30, size=3), 3]) for _ in passages]
+    batch = collate(passages, ids=[str(i) for i in range(4)], queries=queries)
+    supported = {"streamed": deletions_module.supports, "tokenwise": deletions_module.tokenwise}[path]
+    assert supported(model, batch)
+    width = batch.tokens.shape[1]
+    deleted, b, t = deletions(batch)
+    with torch.no_grad():
+        if path == "streamed":
+            fast = deletions_module.deletion_logits(model, batch, 0, width, tolerance=1e-6)
+        else:
+            fast = deletions_module.tokenwise_deletion_logits(model, batch, 0, width)
+        encoded = model(deleted).logits
+    real = [row for row in range(len(b)) if t[row] < len(passages[int(b[row])])]
+    fast = fast.flatten(0, 1)[real]
+    torch.testing.assert_close(fast, encoded[real], atol=1e-5, rtol=1e-5)
+    if candidates:
+        assert torch.isinf(fast).any()  # masked to each passage's candidates, like the model
+
+
 def test_qa_save_load_roundtrip(tmp_path):
     model, batch = qa_model("average", candidates=(10, 11, 12, 13, 14)), qa_batch()
     save_model(tmp_path / "model.pt", model)

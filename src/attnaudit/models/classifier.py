@@ -16,6 +16,8 @@ What the papers vary, all from :class:`ModelConfig`: the encoder (J&W's lstm/cnn
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from torch import nn
 
@@ -68,8 +70,23 @@ class AttentionClassifier(nn.Module):
         """Query vector for QA/NLI models; single-sequence classifiers have none (learned query inside φ)."""
         return None
 
+    def attention_query(self, query: torch.Tensor | None) -> torch.Tensor | None:
+        """The vector the attention is conditioned on (none: a learned query inside φ)."""
+        return query
+
     def attend(self, hidden: torch.Tensor, batch: Batch, query: torch.Tensor | None = None) -> torch.Tensor:
-        return self.attention(hidden, query, batch)
+        return self.attention(hidden, self.attention_query(query), batch)
+
+    def linear_readout(self, query: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, Callable]:
+        """``(W, b, finish)`` with Dec(c) = finish(W c + b): the part of the decoder that is linear in the context
+        c = Σ_t α_t h_t, so W h_t + b can be averaged per token under any attention and ``finish`` applied after
+        (the deletions of :mod:`attnaudit.models.deletions`); ``finish(projected, allowed)`` may be given the
+        classes each row may answer. The classifier's decoder is all linear (T&Š Eq. 9)."""
+        return self.decoder.weight, self.decoder.bias, lambda projected, allowed=None: projected
+
+    def deletion_candidates(self, batch: Batch, first: int, last: int) -> torch.Tensor | None:
+        """The classes each passage may answer with its token t deleted, ``[last − first, B, C]``; None: all."""
+        return None
 
     def decode(self, hidden: torch.Tensor, alpha: torch.Tensor, query: torch.Tensor | None = None) -> torch.Tensor:
         """Logits from hidden states and an attention distribution: Dec(Σ_t α_t h_t).

@@ -37,35 +37,40 @@ from attnaudit.models.batch import Batch
 from attnaudit.models.encoders import TokenwiseEncoder
 
 
+def attention_readout(attention, query: torch.Tensor | None):
+    """``(W, b, score)`` with φ(h) = score(W h + b), b ``[k]`` or per instance ``[B, k]`` (a QA query), or None
+    where φ is not of that form (dot attention on a per-instance query)."""
+    if isinstance(attention, AdditiveAttention):  # vᵀtanh(z) = 2vᵀσ(2z) − Σv: σ is ~5× cheaper than tanh on CPU
+        bias = attention.w_hidden.bias if query is None else attention.w_hidden.bias + attention.w_query(query)
+        v = attention.v.weight[0]
+        return 2 * attention.w_hidden.weight, 2 * bias, lambda pre: torch.sigmoid(pre) @ (2 * v) - v.sum()
+    if isinstance(attention, DotAttention) and query is None:
+        weight = (attention.learned_query * attention.scale)[None, :]
+        return weight, weight.new_zeros(1), lambda pre: pre[..., 0]
+    return None
+
+
 def supports(model, batch: Batch) -> bool:
-    """A one-layer BiLSTM in eval mode with learned additive or dot attention and no query."""
-    encoder = model.encoder
-    return (
-        getattr(encoder, "reuses_deletion_states", False)
-        and isinstance(model.attention, AdditiveAttention | DotAttention)
-        and getattr(model, "linear_decoder", False)
-        and not model.training
-        and model.encode_query(batch) is None
-    )
+    """A one-layer BiLSTM in eval mode whose attention and decoder read h linearly up to a per-position score and
+    a final map (:func:`attention_readout`, ``model.linear_readout``): the classifier with learned additive or dot
+    attention, J&W's QA model with additive attention."""
+    if not getattr(model.encoder, "reuses_deletion_states", False) or model.training:
+        return False
+    return attention_readout(model.attention, model.attention_query(model.encode_query(batch))) is not None
 
 
 class Readout:
-    """Attention score and per-token logits of a hidden state h = [f; g] (+ the embedding, T&Š §3.1), split into
-    the part of the half a deletion changes and the part known from the original states."""
+    """Attention score and the decoder's linear part (per-token logits for a classifier, T&Š Eq. 9; W₁p h for J&W's
+    QA model) of a hidden state h = [f; g] (+ the embedding, T&Š §3.1), split into the part of the half a deletion
+    changes and the part known from the original states; ``finish`` turns their attention-weighted mean into logits."""
 
-    def __init__(self, model, embedded: torch.Tensor, mask: torch.Tensor, states: dict):
-        size, attention = model.encoder.rnn.hidden_size, model.attention
-        if isinstance(attention, AdditiveAttention):  # vᵀtanh(z) = 2vᵀσ(2z) − Σv: σ is ~5× cheaper than tanh on CPU
-            weight, bias = 2 * attention.w_hidden.weight, 2 * attention.w_hidden.bias
-            v = attention.v.weight[0]
-            self.score = lambda pre: torch.sigmoid(pre) @ (2 * v) - v.sum()
-        else:
-            weight = (attention.learned_query * attention.scale)[None, :]
-            bias = weight.new_zeros(1)
-            self.score = lambda pre: pre[..., 0]
+    def __init__(self, model, embedded: torch.Tensor, mask: torch.Tensor, states: dict, query: torch.Tensor | None):
+        size = model.encoder.rnn.hidden_size
+        weight, bias, self.score = attention_readout(model.attention, model.attention_query(query))
+        linear, linear_bias, self.finish = model.linear_readout(query)
         self.width = weight.shape[0]
-        matrix = torch.cat([weight, model.decoder.weight])  # [k + C, m]: attention pre-activation, then logits
-        offset = torch.cat([bias, model.decoder.bias])
+        matrix = torch.cat([weight, linear])  # [k + D, m]: attention pre-activation, then the decoder's linear part
+        offset = torch.cat([bias, linear_bias.expand(*bias.shape[:-1], -1)], dim=-1)  # [k + D] or [B, k + D]
         self.new = {"forward": matrix[:, :size].t(), "backward": matrix[:, size : 2 * size].t()}
         real = mask.t()[:, :, None].to(embedded.dtype)
         words = embedded.transpose(0, 1) * real  # [T, B, d]
@@ -192,8 +197,8 @@ def deletion_logits(
         for direction in ("forward", "backward"):
             gates[direction], h, c = original_states(encoder, embedded, mask, direction == "backward")
             hidden[direction], cells[direction] = h * real, c * real  # 0 on padding: "nothing after t" reads 0
-        readout = Readout(model, embedded, mask, hidden)
-        acc = SoftmaxAccumulator(n_rows, n_batch, model.decoder.out_features, embedded)
+        readout = Readout(model, embedded, mask, hidden, model.encode_query(batch))
+        acc = SoftmaxAccumulator(n_rows, n_batch, readout.known["forward"].shape[-1] - readout.width, embedded)
         lengths = mask.sum(dim=1)
         # position j exists in a deleted sequence of instance b iff j < length_b − 1
         exists = torch.arange(max(width, 2), device=mask.device)[:, None] < lengths[None, :] - 1
@@ -263,31 +268,34 @@ def deletion_logits(
                     end -= settled
         if stats is not None:
             stats["row_steps"] = stats.get("row_steps", 0) + row_steps
-        return acc.logits()
+        return readout.finish(acc.logits(), model.deletion_candidates(batch, first, last))
 
 
 def tokenwise(model, batch: Batch) -> bool:
-    """A token-wise encoder (average, MLP) in eval mode with learned additive or dot attention and no query."""
+    """A token-wise encoder (average, MLP) in eval mode with learned additive or dot attention (J&W's QA model:
+    additive or dot on its query)."""
     return (
         isinstance(model.encoder, TokenwiseEncoder)
         and isinstance(model.attention, AdditiveAttention | DotAttention)
-        and getattr(model, "linear_decoder", False)
         and not model.training
-        and model.encode_query(batch) is None
     )
 
 
 def tokenwise_deletion_logits(model, batch: Batch, first: int, last: int) -> torch.Tensor:
     """Logits ``[last − first, B, C]`` with token t deleted (:func:`tokenwise` must hold): the softmax over the
     other positions' unchanged scores of their unchanged per-token logits (T&Š Eq. 9), as the aggregate of the
-    positions before t merged with that of the positions after t (no cancellation, online maximum)."""
+    positions before t merged with that of the positions after t (no cancellation, online maximum); the decoder's
+    linear part is averaged per token and finished after (``model.linear_readout``)."""
     with torch.no_grad():
         hidden = model.encode(model.embed(batch), batch.mask)
-        scores = model.attention.scores(hidden, None).masked_fill(~batch.mask, float("-inf")).t()  # [T, B]
-        logits = model.token_logits(hidden).transpose(0, 1)  # [T, B, C]
+        query = model.encode_query(batch)
+        scores = model.attention.scores(hidden, model.attention_query(query))
+        scores = scores.masked_fill(~batch.mask, float("-inf")).t()  # [T, B]
+        linear, bias, finish = model.linear_readout(query)
+        logits = (hidden @ linear.t() + bias).transpose(0, 1)  # [T, B, D]
         before = running_aggregates(scores, logits, reverse=False)
         after = running_aggregates(scores, logits, reverse=True)
         acc = SoftmaxAccumulator(last - first, scores.shape[1], logits.shape[-1], logits)
         acc.add(slice(None), *(x[first:last] for x in before))
         acc.add(slice(None), *(x[first + 1 : last + 1] for x in after))
-        return acc.logits()
+        return finish(acc.logits(), model.deletion_candidates(batch, first, last))

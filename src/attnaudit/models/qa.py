@@ -105,9 +105,31 @@ class QAModel(AttentionClassifier):
         return query[..., : self.hidden_dim], query[..., self.hidden_dim :]
 
     # -- the interface every audit uses -----------------------------------------------------------------
-    def attend(self, hidden: torch.Tensor, batch: Batch, query: torch.Tensor | None = None) -> torch.Tensor:
-        q = None if query is None else self.split_query(query)[0]
-        return self.attention(hidden, q, batch)
+    def attention_query(self, query: torch.Tensor | None) -> torch.Tensor | None:
+        return None if query is None else self.split_query(query)[0]
+
+    def linear_readout(self, query: torch.Tensor | None = None):
+        """W₁p and its bias (linear in c); ``finish`` adds W₁q q, applies tanh, W₂ and the candidate mask."""
+        if query is None:
+            raise AttnauditError("QAModel.linear_readout needs the query (out.query of the model's output)")
+        q, allowed = self.split_query(query)
+
+        def finish(projected: torch.Tensor, rows_allowed: torch.Tensor | None = None) -> torch.Tensor:
+            logits = self.output(torch.tanh(projected + self.w_query(q)))  # [..., B, width] → [..., B, C]
+            mask = allowed if rows_allowed is None else rows_allowed
+            return logits.masked_fill(mask.expand_as(logits) == 0, float("-inf"))
+
+        return self.w_passage.weight, self.w_passage.bias, finish
+
+    def deletion_candidates(self, batch: Batch, first: int, last: int) -> torch.Tensor | None:
+        """:meth:`candidates` of each passage with its token t deleted, t in ``first..last−1`` ``[rows, B, C]``: a
+        candidate whose only occurrence is deleted is no longer one (as re-encoding the shorter passage gives)."""
+        if not len(self.candidate_ids):
+            return None
+        hits = (batch.tokens[:, :, None] == self.candidate_ids[None, None, :]) & batch.mask[:, :, None]  # [B, T, C]
+        left = hits.sum(dim=1)[None] - hits[:, first:last].transpose(0, 1).long()  # [rows, B, C]
+        present = (left > 0) & (self.candidate_ids >= 0)
+        return (present | ~present.any(dim=-1, keepdim=True)).float()
 
     def decode(self, hidden: torch.Tensor, alpha: torch.Tensor, query: torch.Tensor | None = None) -> torch.Tensor:
         """logits = W₂ tanh(W₁p c + W₁q q), masked to the candidates; ``alpha`` ``[B, T]`` or ``[B, S, T]``
