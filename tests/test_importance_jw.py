@@ -214,18 +214,24 @@ def test_planted_positions_rank_first(planted_scores, method):
 
 
 @pytest.mark.parametrize("attention", ["additive", "dot"])
-@pytest.mark.parametrize("encoder,hidden_mode", [("average", "plain"), ("mlp", "plain"), ("average", "concat")])
-def test_tokenwise_deletions_drop_one_position_from_the_softmax(encoder, hidden_mode, attention):
-    """Average/MLP encoders: deleting a token removes it from the attention softmax and nothing else — the
-    closed form equals re-encoding every shorter sequence (any slice of deleted positions)."""
-    model = tiny_model(encoder, attention, 2, 3, randomise=True, embedding_dim=16, hidden_mode=hidden_mode)
-    seqs, batch = small_batch(6, lengths=(9, 4, 12, 2))
-    assert deletions_module.tokenwise(model, batch) and not deletions_module.supports(model, batch)
+@pytest.mark.parametrize(
+    "encoder,hidden_mode,radius",
+    [("average", "plain", 0), ("mlp", "plain", 0), ("average", "concat", 0), ("cnn", "plain", 3), ("cnn", "concat", 3)],
+)
+def test_local_deletions_equal_reencoding(encoder, hidden_mode, radius, attention):
+    """Average/MLP encoders: deleting a token removes it from the attention softmax and nothing else; a CNN with
+    kernels up to 7 changes the 6 states around the gap — the closed forms equal re-encoding every shorter
+    sequence (any slice of deleted positions, windows recomputed a few rows at a time)."""
+    kernels = {"cnn_kernels": (1, 3, 5, 7)} if encoder == "cnn" else {}
+    model = tiny_model(encoder, attention, 2, 3, randomise=True, embedding_dim=16, hidden_mode=hidden_mode, **kernels)
+    seqs, batch = small_batch(6, lengths=(9, 4, 12, 2, 30))
+    assert deletions_module.local_radius(model, batch) == radius and not deletions_module.supports(model, batch)
     width = batch.tokens.shape[1]
     for first, last in ((0, width), (2, 5)):
         deleted, b, t = deletions(batch, first, last)
         with torch.no_grad():
-            closed = deletions_module.tokenwise_deletion_logits(model, batch, first, last).flatten(0, 1)
+            closed = deletions_module.local_deletion_logits(model, batch, first, last, max_elements=3000)
             encoded = model(deleted).logits
+        closed = closed.flatten(0, 1)
         real = [row for row in range(len(b)) if t[row] < len(seqs[int(b[row])]) and len(seqs[int(b[row])]) > 1]
         torch.testing.assert_close(closed[real], encoded[real], atol=1e-5, rtol=1e-5)

@@ -378,14 +378,14 @@ def test_qa_gradient_and_loo_are_over_passage_tokens_and_keep_the_query():
 
 
 @pytest.mark.parametrize(
-    "encoder,attention,path",
-    [("lstm", "additive", "streamed"), ("average", "additive", "tokenwise"), ("average", "dot", "tokenwise")],
+    "encoder,attention",
+    [("lstm", "additive"), ("average", "additive"), ("average", "dot"), ("cnn", "additive"), ("cnn", "dot")],
 )
 @pytest.mark.parametrize("candidates", [(), (10, 11, 12, 13, 14)])
-def test_qa_deletions_without_reencoding_equal_reencoding(encoder, attention, path, candidates):
+def test_qa_deletions_without_reencoding_equal_reencoding(encoder, attention, candidates):
     """J&W's QA model: its decoder is linear in the context up to tanh(· + W₁q q), so the BiLSTM's deletions
-    resume from unchanged states and the average encoder's drop one position — the logits of re-encoding every
-    shortened passage with its query (and candidate mask), for every real deletion; long passages fade early."""
+    resume from unchanged states (and fade), the average encoder's drop one position and the CNN's recompute the
+    states next to the gap — the logits of re-encoding every shortened passage with its query and candidates."""
     from attnaudit.importance.loo import deletions
     from attnaudit.models import deletions as deletions_module
 
@@ -397,15 +397,15 @@ def test_qa_deletions_without_reencoding_equal_reencoding(encoder, attention, pa
     passages = [np.array([2, *rng.integers(4, 30, size=n), 3]) for n in (7, 60, 2, 140)]
     queries = [np.array([2, *rng.integers(4, 30, size=3), 3]) for _ in passages]
     batch = collate(passages, ids=[str(i) for i in range(4)], queries=queries)
-    supported = {"streamed": deletions_module.supports, "tokenwise": deletions_module.tokenwise}[path]
-    assert supported(model, batch)
     width = batch.tokens.shape[1]
     deleted, b, t = deletions(batch)
     with torch.no_grad():
-        if path == "streamed":
+        if encoder == "lstm":
+            assert deletions_module.supports(model, batch)
             fast = deletions_module.deletion_logits(model, batch, 0, width, tolerance=1e-6)
         else:
-            fast = deletions_module.tokenwise_deletion_logits(model, batch, 0, width)
+            assert deletions_module.local_radius(model, batch) == (0 if encoder == "average" else 3)
+            fast = deletions_module.local_deletion_logits(model, batch, 0, width, max_elements=2000)
         encoded = model(deleted).logits
     real = [row for row in range(len(b)) if t[row] < len(passages[int(b[row])])]
     fast = fast.flatten(0, 1)[real]

@@ -40,14 +40,14 @@ def deletion_logits(model, batch: Batch, max_tokens: int, tolerance: float = 0.0
     """Logits ``[T, B, C]`` of every instance with its token t deleted, for every position t (entries beyond an
     instance's length unspecified). A one-layer BiLSTM with learned attention resumes from the states a deletion
     leaves unchanged, all deletions at once, until they fade within ``tolerance`` of the original states; a
-    token-wise encoder (average, MLP) only drops the deleted position from the attention softmax
-    (:mod:`attnaudit.models.deletions`); any other model re-encodes every shorter sequence, in slices of at most
-    ``max_tokens`` token positions."""
+    token-wise encoder (average, MLP) only drops the deleted position from the attention softmax and a CNN
+    recomputes the few states around it (:mod:`attnaudit.models.deletions`); any other model (stacked BiLSTMs)
+    re-encodes every shorter sequence, in slices of at most ``max_tokens`` token positions."""
     n_batch, width = batch.tokens.shape
     if deletions_module.supports(model, batch):
         return deletions_module.deletion_logits(model, batch, 0, width, tolerance)
-    if deletions_module.tokenwise(model, batch):
-        return deletions_module.tokenwise_deletion_logits(model, batch, 0, width)
+    if deletions_module.local_radius(model, batch) is not None:
+        return deletions_module.local_deletion_logits(model, batch, 0, width)
     per_slice = max(1, max_tokens // (n_batch * (width - 1)))
     pieces = []
     for first in range(0, width, per_slice):

@@ -16,10 +16,11 @@ sequence's logits (T&Š Eq. 9). Nothing of size T² × hidden is ever stored: me
 so long documents fit. Written by hand: no library computes deletion leave-one-out; a test compares it with
 re-encoding every shorter sequence.
 
-Token-wise encoders (J&W's average encoder, W&P's MLP) need no recursion at all: deleting token t leaves every
-other hidden state, attention score and per-token logit as it was, so the deleted sequence's logits are the
-softmax-weighted per-token logits of the other positions — a prefix and a suffix aggregate per t
-(:func:`tokenwise_deletion_logits`, O(T) per instance instead of re-encoding T sequences of length T − 1).
+Encoders with a bounded window need no recursion at all (:func:`local_deletion_logits`): deleting token t from a
+token-wise encoder (J&W's average encoder, W&P's MLP) leaves every other hidden state, attention score and
+per-token logit as it was, so the deleted sequence's logits are the softmax-weighted per-token logits of the other
+positions — a prefix and a suffix aggregate per t; a CNN with kernels up to 2r + 1 changes only the 2r states
+around the gap, recomputed on short windows — O(T·r) per instance instead of re-encoding T sequences.
 
 A deletion's effect on the recurrent state fades: once a deletion's recomputed states (h and c, every instance of
 the batch) are within ``tolerance`` of the original states at the same position, the rest of its recursion would
@@ -34,7 +35,7 @@ import torch
 
 from attnaudit.models.attention import AdditiveAttention, DotAttention
 from attnaudit.models.batch import Batch
-from attnaudit.models.encoders import TokenwiseEncoder
+from attnaudit.models.encoders import CNNEncoder, TokenwiseEncoder
 
 
 def attention_readout(attention, query: torch.Tensor | None):
@@ -271,31 +272,64 @@ def deletion_logits(
         return readout.finish(acc.logits(), model.deletion_candidates(batch, first, last))
 
 
-def tokenwise(model, batch: Batch) -> bool:
-    """A token-wise encoder (average, MLP) in eval mode with learned additive or dot attention (J&W's QA model:
-    additive or dot on its query)."""
-    return (
-        isinstance(model.encoder, TokenwiseEncoder)
-        and isinstance(model.attention, AdditiveAttention | DotAttention)
-        and not model.training
-    )
+def local_radius(model, batch: Batch) -> int | None:
+    """How far a deletion reaches into the hidden states of a model whose states depend on a bounded window of
+    tokens: 0 for a token-wise encoder (average, MLP), ⌊k/2⌋ of the widest kernel for the CNN (odd kernels); None
+    for any other model. The attention must be learned additive or dot attention (J&W's QA model: on its query)."""
+    if model.training or not isinstance(model.attention, AdditiveAttention | DotAttention):
+        return None
+    if isinstance(model.encoder, TokenwiseEncoder):
+        return 0
+    if isinstance(model.encoder, CNNEncoder):
+        kernels = [conv.kernel_size[0] for conv in model.encoder.convs]
+        return max(kernels) // 2 if all(k % 2 for k in kernels) else None
+    return None
 
 
-def tokenwise_deletion_logits(model, batch: Batch, first: int, last: int) -> torch.Tensor:
-    """Logits ``[last − first, B, C]`` with token t deleted (:func:`tokenwise` must hold): the softmax over the
-    other positions' unchanged scores of their unchanged per-token logits (T&Š Eq. 9), as the aggregate of the
-    positions before t merged with that of the positions after t (no cancellation, online maximum); the decoder's
-    linear part is averaged per token and finished after (``model.linear_readout``)."""
+def local_deletion_logits(model, batch: Batch, first: int, last: int, max_elements: int = 1 << 24) -> torch.Tensor:
+    """Logits ``[last − first, B, C]`` with token t deleted (:func:`local_radius` must not be None). With radius
+    r, the deleted sequence's states before t − r are the original ones, those from t + r on the original ones
+    shifted by one, and only the 2r in between change: the softmax merges the original positions' aggregate before
+    t − r, the 2r recomputed positions (the encoder run on 4r-token windows, at most ``max_elements`` embedding
+    floats at a time) and the aggregate after t + r (no cancellation, online maximum). The decoder's linear part
+    is averaged per token and finished after (``model.linear_readout``). r = 0 (token-wise encoders): nothing is
+    recomputed, deleting t only drops it from the attention softmax."""
+    radius = local_radius(model, batch)
+    mask, lengths = batch.mask, batch.mask.sum(dim=1)
+    n_batch, width = mask.shape
     with torch.no_grad():
-        hidden = model.encode(model.embed(batch), batch.mask)
+        hidden = model.encode(model.embed(batch), mask)
         query = model.encode_query(batch)
-        scores = model.attention.scores(hidden, model.attention_query(query))
-        scores = scores.masked_fill(~batch.mask, float("-inf")).t()  # [T, B]
+        attention_query = model.attention_query(query)
         linear, bias, finish = model.linear_readout(query)
+        scores = model.attention.scores(hidden, attention_query).masked_fill(~mask, float("-inf")).t()  # [T, B]
         logits = (hidden @ linear.t() + bias).transpose(0, 1)  # [T, B, D]
         before = running_aggregates(scores, logits, reverse=False)
         after = running_aggregates(scores, logits, reverse=True)
-        acc = SoftmaxAccumulator(last - first, scores.shape[1], logits.shape[-1], logits)
-        acc.add(slice(None), *(x[first:last] for x in before))
-        acc.add(slice(None), *(x[first + 1 : last + 1] for x in after))
+        acc = SoftmaxAccumulator(last - first, n_batch, logits.shape[-1], logits)
+        t = torch.arange(first, last, device=mask.device)
+        acc.add(slice(None), *(x[(t - radius).clamp_min(0)] for x in before))
+        acc.add(slice(None), *(x[(t + radius + 1).clamp_max(width)] for x in after))
+        if radius:
+            span = torch.arange(4 * radius, device=mask.device)
+            per = max(1, max_elements // (n_batch * 4 * radius * hidden.shape[-1]))
+            for start in range(0, len(t), per):
+                rows = slice(start, start + per)
+                here = t[rows]
+                deleted = here[:, None] - 2 * radius + span[None, :]  # deleted positions of each window [n, 4r]
+                source = torch.where(deleted < here[:, None], deleted, deleted + 1)  # their original positions
+                inside = (deleted[:, None, :] >= 0) & (source[:, None, :] < lengths[None, :, None])  # [n, B, 4r]
+                tokens = batch.tokens[:, source.clamp(0, width - 1)].transpose(0, 1)  # [n, B, 4r]
+                tokens = tokens.masked_fill(~inside, model.cfg.pad_index).flatten(0, 1)
+                window = Batch(tokens, inside.flatten(0, 1))
+                states = model.encode(model.embed(window), window.mask)[:, radius : 3 * radius]  # [n·B, 2r, m]
+                repeat = None if attention_query is None else attention_query.repeat(len(here), 1)
+                window_scores = model.attention.scores(states, repeat).view(len(here), n_batch, 2 * radius)
+                window_logits = (states @ linear.t() + bias).view(len(here), n_batch, 2 * radius, -1)
+                position = here[:, None] - radius + span[None, : 2 * radius]  # deleted positions j [n, 2r]
+                real = (position[:, None, :] >= 0) & (position[:, None, :] < lengths[None, :, None] - 1)
+                window_scores = window_scores.masked_fill(~real, float("-inf"))
+                ones = torch.ones_like(window_scores[..., 0])
+                for i in range(2 * radius):
+                    acc.add(rows, window_scores[..., i], ones, window_logits[:, :, i])
         return finish(acc.logits(), model.deletion_candidates(batch, first, last))
