@@ -270,48 +270,48 @@ def table1(runs: list[dict]) -> pd.DataFrame:
     )
 
 
+def number(x, digits: int = 2) -> str:
+    return "–" if pd.isna(x) else f"{x:.{digits}f}"
+
+
+def markdown(title: str, intro: str, columns: list[str], rows: list[list]) -> str:
+    """A titled markdown table: ``columns`` header, one line per row of cell texts."""
+    lines = [f"# {title}", "", intro, "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
 def table1_markdown(frame: pd.DataFrame) -> str:
-    lines = [
-        "# Jain & Wallace (2019) Table 1: test performance, ours vs the paper",
-        "",
+    return markdown(
+        "Jain & Wallace (2019) Table 1: test performance, ours vs the paper",
         "J&W report their BiLSTM's positive-class F1 (classification), accuracy (QA) or micro-F1 (NLI); ours for "
         "every audited model, in the same metric.",
-        "",
-        "| dataset | model | metric | ours | ours macro-F1 | n test | J&W BiLSTM |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    fmt = lambda x: "–" if pd.isna(x) else f"{x:.3f}"  # noqa: E731
-    for _, r in frame.iterrows():
-        lines.append(
-            f"| {r['dataset']} | {r['model']} | {r['metric']} | {fmt(r['ours'])} | {fmt(r['ours_macro_f1'])} | "
-            f"{r['n_test']} | {fmt(r['jw_bilstm'])} |"
-        )
-    return "\n".join(lines) + "\n"
+        ["dataset", "model", "metric", "ours", "ours macro-F1", "n test", "J&W BiLSTM"],
+        [
+            [r["dataset"], r["model"], r["metric"], number(r["ours"], 3), number(r["ours_macro_f1"], 3)]
+            + [r["n_test"], number(r["jw_bilstm"], 3)]
+            for _, r in frame.iterrows()
+        ],
+    )
 
 
 def table2_markdown(frame: pd.DataFrame, options: dict) -> str:
     opts = options["correlation"]
-    lines = [
-        "# Jain & Wallace (2019) Table 2: ours vs the paper",
-        "",
+    return markdown(
+        "Jain & Wallace (2019) Table 2: ours vs the paper",
         "Kendall τ-b (scipy, ties corrected) per instance between attention and gradient (τ_g) or leave-one-out "
         f"(τ_loo) over real tokens{' without the sentence markers' if opts['exclude_markers'] else ''}; "
         f"mean ± std and the fraction with p < {opts['significance']} per predicted class. J&W numbers are "
         "their additive-attention BiLSTM / Average rows.",
-        "",
-        "| dataset | measure | encoder | model | class | ours mean ± std | ours sig. frac. | n | J&W mean ± std | "
-        "J&W sig. frac. |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    fmt = lambda x: "–" if pd.isna(x) else f"{x:.2f}"  # noqa: E731
-    for _, r in frame.iterrows():
-        lines.append(
-            f"| {r['dataset']} | {r['measure']} | {r['encoder']} | {r['model']} | "
-            f"{r['label']} | "
-            f"{fmt(r['ours_mean'])} ± {fmt(r['ours_std'])} | {fmt(r['ours_significant_fraction'])} | "
-            f"{r['ours_n']} | {fmt(r['jw_mean'])} ± {fmt(r['jw_std'])} | {fmt(r['jw_significant_fraction'])} |"
-        )
-    return "\n".join(lines) + "\n"
+        ["dataset", "measure", "encoder", "model", "class", "ours mean ± std", "ours sig. frac.", "n"]
+        + ["J&W mean ± std", "J&W sig. frac."],
+        [
+            [r["dataset"], r["measure"], r["encoder"], r["model"], r["label"]]
+            + [f"{number(r['ours_mean'])} ± {number(r['ours_std'])}", number(r["ours_significant_fraction"])]
+            + [r["ours_n"], f"{number(r['jw_mean'])} ± {number(r['jw_std'])}", number(r["jw_significant_fraction"])]
+            for _, r in frame.iterrows()
+        ],
+    )
 
 
 SEED_MEASURES = {"attention~gradient": "tau_g", "attention~loo": "tau_loo"}
@@ -350,25 +350,21 @@ def seeds_table(correlation: pd.DataFrame, corpora: dict[str, str]) -> pd.DataFr
 
 
 def seeds_markdown(frame: pd.DataFrame) -> str:
-    lines = [
-        "# τ over training seeds and model-selection rules (J&W Table 2 measures)",
-        "",
+    return markdown(
+        "τ over training seeds and model-selection rules (J&W Table 2 measures)",
         "Each seed's mean τ over the test instances of one predicted class; then mean ± std over seeds. "
         "Selection: `best` = the epoch with the best dev score, `last` = the final epoch. J&W: their "
         "additive BiLSTM τ_g/τ_loo (Average τ_g for the average encoder), one run each.",
-        "",
-        "| dataset | selection | model | measure | class | per seed | mean ± std over seeds | J&W | ours − J&W |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    fmt = lambda x: "–" if pd.isna(x) else f"{x:.2f}"  # noqa: E731
-    for _, r in frame.iterrows():
-        variant = f"{r['encoder']}-{r['attention']}-{r['regulariser']}"
-        lines.append(
-            f"| {r['dataset']} | {r['selection']} | {variant} | {r['measure']} | {r['label']} | "
-            f"{r['per_seed']} (s {r['seeds']}) | {fmt(r['tau_mean_over_seeds'])} ± "
-            f"{fmt(r['tau_std_over_seeds'])} | {fmt(r['jw_mean'])} | {fmt(r['ours_minus_jw'])} |"
-        )
-    return "\n".join(lines) + "\n"
+        ["dataset", "selection", "model", "measure", "class", "per seed", "mean ± std over seeds", "J&W"]
+        + ["ours − J&W"],
+        [
+            [r["dataset"], r["selection"], f"{r['encoder']}-{r['attention']}-{r['regulariser']}", r["measure"]]
+            + [r["label"], f"{r['per_seed']} (s {r['seeds']})"]
+            + [f"{number(r['tau_mean_over_seeds'])} ± {number(r['tau_std_over_seeds'])}", number(r["jw_mean"])]
+            + [number(r["ours_minus_jw"])]
+            for _, r in frame.iterrows()
+        ],
+    )
 
 
 def write_tables(runs: list[dict], out_dir: str | Path, options: dict | None = None) -> dict:
