@@ -24,8 +24,15 @@ def test_combine_concatenates_csvs_and_sections_markdown(tmp_path):
     frame = pd.read_csv(tmp_path / "t.csv")
     assert frame["dataset"].tolist() == ["sst", "sst", "imdb"] and frame["x"].tolist() == [1, 2, 3]
     assert frame["extra"].isna().tolist() == [True, True, False]
-    md = (tmp_path / "t.md").read_text()
-    assert md.index("#### sst") < md.index("| 1 |") < md.index("#### imdb") < md.index("| 3 |")
+    assert (tmp_path / "t.md").read_text() == "| a |\n|---|\n| 1 |\n| 3 |\n"  # one generator: rows merged
+
+
+def test_markdown_of_other_shapes_gets_a_section_per_dataset(tmp_path):
+    write(tmp_path, "sst", "d.md", "# Claims\n\n- holds (4 of 4)\n")
+    write(tmp_path, "imdb", "d.md", "# Claims\n\n- mixed (1 of 2)\n")
+    combine(tmp_path, {"d.md": ["sst", "imdb"]})
+    md = (tmp_path / "d.md").read_text()
+    assert md.index("## sst") < md.index("### Claims") < md.index("holds") < md.index("## imdb") < md.index("mixed")
 
 
 def test_one_dataset_is_copied_and_empty_tables_keep_their_header(tmp_path):

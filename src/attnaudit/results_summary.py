@@ -71,11 +71,16 @@ def bastings_filippova_section(tables: Path, model: str) -> list[str]:
     return lines
 
 
+def lines(path: Path) -> list[str]:
+    return path.read_text().rstrip().splitlines()
+
+
 def copied(path: Path) -> list[str]:
     """A stage's markdown table, its title demoted below the README's headings."""
     if not path.exists():
         return [f"*{path} is missing: run `snakemake --cores all` first.*"]
-    return [re.sub(r"^(#+) ", r"#\1### ", line) for line in path.read_text().rstrip().splitlines()]
+    demoted = (re.sub(r"^(#+) ", lambda m: "#" * min(6, len(m.group(1)) + 4) + " ", line) for line in lines(path))
+    return list(demoted)
 
 
 def summary(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -30,10 +31,46 @@ def combined_csv(paths: dict[str, Path]) -> str:
     return pd.concat(frames, ignore_index=True).to_csv(index=False, float_format="%.6g")
 
 
+def blocks(text: str) -> list[tuple[str, list[str]]]:
+    """A markdown document as ("text", lines) and ("table", [header, separator]) + ("rows", lines) blocks."""
+    out: list[tuple[str, list[str]]] = []
+    lines = text.rstrip("\n").split("\n")
+    i = 0
+    while i < len(lines):
+        if lines[i].startswith("|") and i + 1 < len(lines) and lines[i + 1].startswith("|---"):
+            out.append(("table", lines[i : i + 2]))
+            j = i + 2
+            while j < len(lines) and lines[j].startswith("|"):
+                j += 1
+            out.append(("rows", lines[i + 2 : j]))
+            i = j
+        else:
+            j = i
+            while j < len(lines) and not (
+                lines[j].startswith("|") and j + 1 < len(lines) and lines[j + 1].startswith("|---")
+            ):
+                j += 1
+            out.append(("text", lines[i:j]))
+            i = j
+    return out
+
+
 def combined_markdown(paths: dict[str, Path]) -> str:
-    if len(paths) == 1:
-        return next(iter(paths.values())).read_text()
-    return "\n".join(f"#### {dataset}\n\n{path.read_text().rstrip()}\n" for dataset, path in paths.items())
+    """One document: when every dataset's document has the same text and table headers (a table generator's
+    output), its tables with the rows of every dataset; otherwise one section per dataset."""
+    texts = {dataset: path.read_text() for dataset, path in paths.items()}
+    if len(texts) == 1:
+        return next(iter(texts.values()))
+    parsed = [blocks(text) for text in texts.values()]
+    shapes = {tuple((kind, tuple(lines) if kind != "rows" else None) for kind, lines in doc) for doc in parsed}
+    if len(shapes) == 1:
+        merged = [
+            lines if kind != "rows" else [row for doc in parsed for row in doc[k][1]]
+            for k, (kind, lines) in enumerate(parsed[0])
+        ]
+        return "\n".join(line for lines in merged for line in lines) + "\n"
+    sections = [f"## {dataset}\n\n" + re.sub(r"(?m)^(#+) ", r"##\1 ", text.rstrip()) for dataset, text in texts.items()]
+    return "\n\n".join(sections) + "\n"
 
 
 def combine(out_dir: str | Path, tables: dict[str, list[str]]) -> list[Path]:
