@@ -4,7 +4,8 @@ per-dataset tables its stage wrote (``results/tables/<paper>/<dataset>/<file>``)
 The per-dataset files are the record a run keeps: a second experiment with other datasets writes its own and
 never erases the first's. The combined file (``results/tables/<paper>/<file>``) covers the datasets of the run
 that built it, for the report and the README. A ``.csv`` is the concatenation (every table has a ``dataset``
-column); a ``.md`` is one section per dataset.
+column); a ``.md`` from one generator (the same text and table headers for every dataset) keeps its text once with
+the rows of every dataset in its tables, and any other ``.md`` gets one section per dataset.
 """
 
 from __future__ import annotations
@@ -33,25 +34,22 @@ def combined_csv(paths: dict[str, Path]) -> str:
 
 def blocks(text: str) -> list[tuple[str, list[str]]]:
     """A markdown document as ("text", lines) and ("table", [header, separator]) + ("rows", lines) blocks."""
-    out: list[tuple[str, list[str]]] = []
     lines = text.rstrip("\n").split("\n")
+    header = lambda i: lines[i].startswith("|") and i + 1 < len(lines) and lines[i + 1].startswith("|---")  # noqa: E731
+    out: list[tuple[str, list[str]]] = []
     i = 0
     while i < len(lines):
-        if lines[i].startswith("|") and i + 1 < len(lines) and lines[i + 1].startswith("|---"):
-            out.append(("table", lines[i : i + 2]))
-            j = i + 2
+        j = i + 2 if header(i) else i
+        if header(i):
+            out.append(("table", lines[i:j]))
             while j < len(lines) and lines[j].startswith("|"):
                 j += 1
             out.append(("rows", lines[i + 2 : j]))
-            i = j
         else:
-            j = i
-            while j < len(lines) and not (
-                lines[j].startswith("|") and j + 1 < len(lines) and lines[j + 1].startswith("|---")
-            ):
+            while j < len(lines) and not header(j):
                 j += 1
             out.append(("text", lines[i:j]))
-            i = j
+        i = j
     return out
 
 
