@@ -168,9 +168,11 @@ def running_aggregates(scores: torch.Tensor, logits: torch.Tensor, reverse: bool
     return acc.best, acc.total, acc.summed
 
 
-def settled_rows(gap: torch.Tensor, ignore: torch.Tensor, tolerance: float, from_end: bool) -> int:
-    """How many leading rows (``from_end``: trailing) have every instance within ``tolerance`` of the original
-    states (or ignored: past its end, or a deletion beyond its length)."""
+def settled_rows(states, original, ignore: torch.Tensor, tolerance: float, from_end: bool) -> int:
+    """How many leading rows (``from_end``: trailing) have every instance's ``states`` (h, c ``[rows, B, H]``)
+    within ``tolerance`` of the ``original`` (h, c ``[B, H]``), or ignored (past its end, a deletion beyond its
+    length)."""
+    gap = torch.stack([(new - old).abs().amax(-1) for new, old in zip(states, original, strict=True)]).amax(0)
     done = ((gap <= tolerance) | ignore).all(dim=1)
     if from_end:
         done = done.flip(0)
@@ -234,11 +236,9 @@ def deletion_logits(
             complete(rows, step, h[rows], "forward")
             row_steps += n - done
             if tolerance > 0 and (step - first) % FADE_CHECK_EVERY == 0:  # deleted position step = original step + 1
-                gap = torch.maximum(
-                    (h[rows] - hidden["forward"][step + 1]).abs().amax(-1),
-                    (c[rows] - cells["forward"][step + 1]).abs().amax(-1),
-                )
-                settled = settled_rows(gap, beyond[rows] | ~exists[step + 1], tolerance, from_end=False)
+                original = (hidden["forward"][step + 1], cells["forward"][step + 1])
+                ignore = beyond[rows] | ~exists[step + 1]
+                settled = settled_rows((h[rows], c[rows]), original, ignore, tolerance, from_end=False)
                 if settled:  # the rest: original positions step + 2 … (deleted positions step + 1 …)
                     faded = slice(done, done + settled)
                     acc.add(faded, *(x[step + 2] for x in suffix))
@@ -258,11 +258,8 @@ def deletion_logits(
             complete(rows, step, h[rows], "backward")
             row_steps += end - start
             if tolerance > 0 and step % FADE_CHECK_EVERY == 0:  # deleted position `step` = original position `step`
-                gap = torch.maximum(
-                    (h[rows] - hidden["backward"][step]).abs().amax(-1),
-                    (c[rows] - cells["backward"][step]).abs().amax(-1),
-                )
-                settled = settled_rows(gap, beyond[rows], tolerance, from_end=True)
+                original = (hidden["backward"][step], cells["backward"][step])
+                settled = settled_rows((h[rows], c[rows]), original, beyond[rows], tolerance, from_end=True)
                 if settled:  # the rest: original positions 0 … step − 1
                     faded = slice(end - settled, end)
                     acc.add(faded, *(x[step] for x in prefix))
