@@ -10,9 +10,11 @@ from conftest import tiny_model
 from attnaudit.auditing import iterate_chunk, load_audit_inputs
 from attnaudit.data import collate
 from attnaudit.importance import METHODS, get_method
+from attnaudit.importance.gradient import autograd_gradient_times_embedding
 from attnaudit.importance.loo import deletions
 from attnaudit.jain_wallace import reference
 from attnaudit.models import deletions as deletions_module
+from attnaudit.models import input_gradients
 
 VARIANTS = [(e, a) for e in ("lstm", "cnn", "average") for a in ("additive", "dot")]
 BOS, EOS = 2, 3
@@ -49,6 +51,20 @@ def test_batched_gradient_equals_per_instance(encoder, attention):
     assert torch.all(scores[~batch.mask] == 0)
     for i, seq in enumerate(seqs):
         np.testing.assert_allclose(scores[i, : len(seq)].numpy(), reference.gradient(model, seq), atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("attention", ["additive", "dot", "uniform"])
+@pytest.mark.parametrize("hidden_mode", ["plain", "concat", "residual"])
+def test_hand_written_bilstm_backward_equals_autograd(attention, hidden_mode):
+    """The BiLSTM backward through time by hand (input projections only) gives autograd's ∇e·e, padding included."""
+    model = tiny_model("lstm", attention, 3, num_classes=3, hidden_mode=hidden_mode, embedding_dim=10)
+    assert input_gradients.supports(model)
+    _, batch = small_batch(2, lengths=(9, 4, 12, 6, 2, 7, 1))
+    fast = input_gradients.gradient_times_embedding(model, batch).masked_fill(~batch.mask, 0.0)
+    slow = autograd_gradient_times_embedding(model, batch).masked_fill(~batch.mask, 0.0)
+    assert fast.abs().amax() > 1e-3
+    torch.testing.assert_close(fast, slow, atol=1e-6, rtol=1e-5)
+    assert not input_gradients.supports(tiny_model("lstm", attention, lstm_layers=2))  # autograd for stacked layers
 
 
 def test_gradient_detaches_attention():

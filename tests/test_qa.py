@@ -19,7 +19,8 @@ from attnaudit.corpora import build_corpus, readers
 from attnaudit.corpora.registry import REGISTRY
 from attnaudit.data import collate, encode_split
 from attnaudit.importance import get_method
-from attnaudit.models import load_model, save_model
+from attnaudit.importance.gradient import autograd_gradient_times_embedding
+from attnaudit.models import input_gradients, load_model, save_model
 from attnaudit.models.qa import QAConfig, QAModel, candidate_ids
 from attnaudit.tokenise.tokenisation import tokenise_documents
 
@@ -370,6 +371,8 @@ def test_qa_gradient_and_loo_are_over_passage_tokens_and_keep_the_query():
     loo = get_method("loo").attribute(model, batch)
     assert grad.shape == loo.shape == batch.tokens.shape
     assert (grad[~batch.mask] == 0).all() and (grad[batch.mask] > 0).any()
+    assert input_gradients.supports(model)  # the hand-written BiLSTM backward equals autograd through the QA model
+    torch.testing.assert_close(grad, autograd_gradient_times_embedding(model, batch).abs().masked_fill(~batch.mask, 0))
     # LOO by hand for instance 0, token 1: the query stays with the shortened passage
     keep = [i for i in range(int(batch.lengths[0])) if i != 1]
     shorter = collate([batch.tokens[0, keep].numpy()], queries=[batch.query_tokens[0][batch.query_mask[0]].numpy()])

@@ -36,25 +36,27 @@ def deletions(batch: Batch, first: int = 0, last: int | None = None) -> tuple[Ba
     return batch.with_positions(b, source, deleted_mask), b, t
 
 
-def deletion_logits(model, batch: Batch, max_tokens: int, tolerance: float = 0.0) -> torch.Tensor:
-    """Logits ``[T, B, C]`` of every instance with its token t deleted, for every position t (entries beyond an
-    instance's length unspecified). A one-layer BiLSTM with learned attention resumes from the states a deletion
-    leaves unchanged, all deletions at once, until they fade within ``tolerance`` of the original states; a
+def deletion_logits(model, batch: Batch, max_tokens: int, tolerance: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Logits of every instance as it is ``[B, C]`` and with its token t deleted ``[T, B, C]``, for every
+    position t (entries beyond an instance's length unspecified). A one-layer BiLSTM with learned attention
+    resumes from the states a deletion leaves unchanged, all deletions at once, until they fade within
+    ``tolerance`` of the original states (and reads the undeleted logits off the states it computes); a
     token-wise encoder (average, MLP) only drops the deleted position from the attention softmax and a CNN
     recomputes the few states around it (:mod:`attnaudit.models.deletions`); any other model (stacked BiLSTMs)
     re-encodes every shorter sequence, in slices of at most ``max_tokens`` token positions."""
     n_batch, width = batch.tokens.shape
-    if deletions_module.supports(model, batch):
-        return deletions_module.deletion_logits(model, batch, 0, width, tolerance)
+    if deletions_module.supports(model, batch):  # the original logits come from the states it computes anyway
+        return deletions_module.deletion_outputs(model, batch, 0, width, tolerance)
+    original = model(batch).logits
     if deletions_module.local_radius(model, batch) is not None:
-        return deletions_module.local_deletion_logits(model, batch, 0, width)
+        return original, deletions_module.local_deletion_logits(model, batch, 0, width)
     per_slice = max(1, max_tokens // (n_batch * (width - 1)))
     pieces = []
     for first in range(0, width, per_slice):
         last = min(width, first + per_slice)
         deleted, _, _ = deletions(batch, first, last)
         pieces.append(model(deleted).logits.view(last - first, n_batch, -1))
-    return torch.cat(pieces)
+    return original, torch.cat(pieces)
 
 
 def per_position(values: torch.Tensor, batch: Batch) -> torch.Tensor:
@@ -76,8 +78,8 @@ class LeaveOneOut(ImportanceMethod):
 
     @torch.no_grad()
     def attribute(self, model, batch):
-        probs = model(batch).probs
         if batch.tokens.shape[1] < 2:  # every instance has one token: nothing is left after a deletion
-            return torch.zeros(batch.mask.shape, dtype=probs.dtype).masked_fill(batch.mask, float("nan"))
-        deleted = torch.softmax(deletion_logits(model, batch, self.max_tokens, self.tolerance), dim=-1)  # [T, B, C]
+            return torch.zeros(batch.mask.shape).masked_fill(batch.mask, float("nan"))
+        original, deleted = deletion_logits(model, batch, self.max_tokens, self.tolerance)
+        probs, deleted = torch.softmax(original, dim=-1), torch.softmax(deleted, dim=-1)  # [B, C], [T, B, C]
         return per_position(tvd(deleted, probs[None]), batch)

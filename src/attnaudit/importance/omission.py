@@ -30,11 +30,11 @@ class Omission(ImportanceMethod):
     def attribute(self, model, batch):
         from attnaudit.importance.loo import deletion_logits, per_position  # J&W's deletions (imported lazily)
 
-        logits = model(batch).logits
+        if batch.tokens.shape[1] < 2:  # every instance has one token: nothing is left after a deletion
+            return torch.zeros(batch.mask.shape).masked_fill(batch.mask, float("nan"))
+        logits, deleted = deletion_logits(model, batch, self.max_tokens, self.tolerance)
         target = logits.argmax(dim=-1)
         full = class_scores(logits, self.output).gather(1, target[:, None]).squeeze(1)
-        if batch.tokens.shape[1] < 2:  # every instance has one token: nothing is left after a deletion
-            return torch.zeros(batch.mask.shape, dtype=full.dtype).masked_fill(batch.mask, float("nan"))
-        omitted = class_scores(deletion_logits(model, batch, self.max_tokens, self.tolerance), self.output)
+        omitted = class_scores(deleted, self.output)
         omitted = omitted.gather(2, target[None, :, None].expand(omitted.shape[0], -1, 1)).squeeze(2)
         return per_position(full[None, :] - omitted, batch)

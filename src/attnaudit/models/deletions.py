@@ -35,7 +35,7 @@ import torch
 
 from attnaudit.models.attention import AdditiveAttention, DotAttention
 from attnaudit.models.batch import Batch
-from attnaudit.models.encoders import CNNEncoder, TokenwiseEncoder
+from attnaudit.models.encoders import CNNEncoder, TokenwiseEncoder, token_projections
 
 
 def attention_readout(attention, query: torch.Tensor | None):
@@ -108,15 +108,16 @@ def lstm_step(pre: torch.Tensor, cell: torch.Tensor) -> tuple[torch.Tensor, torc
     return gate[..., 3 * size :] * torch.sigmoid(2.0 * cell).mul_(2.0).sub_(1.0), cell
 
 
-def original_states(encoder, embedded: torch.Tensor, mask: torch.Tensor, backward: bool):
+def original_states(encoder, embedding, tokens: torch.Tensor, mask: torch.Tensor, backward: bool):
     """``(input gates, h, c)`` of one direction of the first layer on the whole instances, time-major ``[T, B, ·]``
     (``torch.lstm`` returns no cell states); the gates' cell input is doubled (:func:`doubled_cell_input`)."""
     w_ih, w_hh, b_ih, b_hh = encoder.weights(0, backward)
-    n_batch, width, _ = embedded.shape
-    gates = torch.addmm(b_ih + b_hh, embedded.flatten(0, 1), w_ih.t()).view(n_batch, width, -1)
-    gates, w_hh = doubled_cell_input(gates), doubled_cell_input(w_hh.t())
-    reverse = encoder.reversal(mask).expand_as(gates) if backward else None
-    inputs = gates.gather(1, reverse) if backward else gates  # each sequence reversed within its length
+    n_batch, width = tokens.shape
+    per_token, index = token_projections(embedding, tokens, w_ih)
+    per_token, w_hh = doubled_cell_input(per_token + (b_ih + b_hh)), doubled_cell_input(w_hh.t())
+    gates = per_token[index]  # [B, T, 4H]
+    reverse = encoder.reversal(mask) if backward else None
+    inputs = per_token[index.gather(1, reverse[..., 0])] if backward else gates  # each sequence reversed in its length
     h = gates.new_zeros(n_batch, encoder.rnn.hidden_size)
     c, hs, cs = torch.zeros_like(h), [], []
     for step in range(width):
@@ -125,7 +126,7 @@ def original_states(encoder, embedded: torch.Tensor, mask: torch.Tensor, backwar
         cs.append(c)
     h, c = torch.stack(hs, dim=1), torch.stack(cs, dim=1)
     if backward:
-        h, c = (x.gather(1, reverse[..., : x.shape[-1]]) for x in (h, c))
+        h, c = (x.gather(1, reverse.expand_as(x)) for x in (h, c))
     return gates.transpose(0, 1), h.transpose(0, 1), c.transpose(0, 1)
 
 
@@ -185,9 +186,17 @@ FADE_CHECK_EVERY = 8  # steps between the checks whether deletions have faded (e
 def deletion_logits(
     model, batch: Batch, first: int, last: int, tolerance: float = 0.0, stats: dict | None = None
 ) -> torch.Tensor:
-    """Logits ``[last − first, B, C]`` of every instance of ``batch`` with its token t deleted, for t in
-    ``first..last−1`` (:func:`supports` must hold; entries with t beyond an instance's length are unspecified;
-    an instance left empty gets NaN). ``tolerance`` > 0 stops a deletion's recursion once its states are that
+    """Logits ``[last − first, B, C]`` of every instance with its token t deleted (:func:`deletion_outputs`)."""
+    return deletion_outputs(model, batch, first, last, tolerance, stats)[1]
+
+
+def deletion_outputs(
+    model, batch: Batch, first: int, last: int, tolerance: float = 0.0, stats: dict | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Logits of every instance of ``batch`` as it is ``[B, C]`` (the model's head on the states computed here,
+    so no second encoder pass) and with its token t deleted ``[last − first, B, C]``, for t in ``first..last−1``
+    (:func:`supports` must hold; entries with t beyond an instance's length are unspecified; an instance left
+    empty gets NaN). ``tolerance`` > 0 stops a deletion's recursion once its states are that
     close (max |Δh|, |Δc|) to the original states (module docstring); ``stats["row_steps"]`` counts the
     recomputed (deletion × step) rows."""
     encoder, mask = model.encoder, batch.mask
@@ -198,9 +207,16 @@ def deletion_logits(
         real = mask.t()[:, :, None].to(embedded.dtype)
         gates, hidden, cells = {}, {}, {}
         for direction in ("forward", "backward"):
-            gates[direction], h, c = original_states(encoder, embedded, mask, direction == "backward")
+            gates[direction], h, c = original_states(
+                encoder, model.embedding, batch.tokens, mask, direction == "backward"
+            )
             hidden[direction], cells[direction] = h * real, c * real  # 0 on padding: "nothing after t" reads 0
-        readout = Readout(model, embedded, mask, hidden, model.encode_query(batch))
+        query = model.encode_query(batch)
+        readout = Readout(model, embedded, mask, hidden, query)
+        states = model._with_embeddings(
+            torch.cat([hidden["forward"], hidden["backward"]], -1).transpose(0, 1), embedded, mask
+        )
+        as_is = model.decode(states, model.attend(states, batch, query), query)  # the undeleted instances
         acc = SoftmaxAccumulator(n_rows, n_batch, readout.known["forward"].shape[-1] - readout.width, embedded)
         lengths = mask.sum(dim=1)
         # position j exists in a deleted sequence of instance b iff j < length_b − 1
@@ -266,7 +282,7 @@ def deletion_logits(
                     end -= settled
         if stats is not None:
             stats["row_steps"] = stats.get("row_steps", 0) + row_steps
-        return readout.finish(acc.logits(), model.deletion_candidates(batch, first, last))
+        return as_is, readout.finish(acc.logits(), model.deletion_candidates(batch, first, last))
 
 
 def local_radius(model, batch: Batch) -> int | None:

@@ -57,6 +57,14 @@ class LSTMEncoder(nn.Module):
         return self.rnn.num_layers == 1 and not self.training
 
 
+def token_projections(embedding: nn.Embedding, tokens: torch.Tensor, weight: torch.Tensor):
+    """``(W e_v for each distinct token v [V', k], index [B, T])`` with ``W e(tokens)`` = the first indexed by the
+    second: a projection of the embedding (an LSTM's W_ih e_t) depends on the token alone, and a batch of sentences
+    has a fraction as many distinct tokens as positions (no dropout: evaluation only)."""
+    distinct, index = torch.unique(tokens, return_inverse=True)
+    return embedding(distinct) @ weight.t(), index
+
+
 class CNNEncoder(nn.Module):
     """Convolutions with kernels 1,3,5,7 × 64 filters, ReLU, 'same' padding, concatenated → 256 (J&W A.2)."""
 
