@@ -19,6 +19,7 @@ from attnaudit.importance._stage import read_scores, score
 from attnaudit.io import gather_chunks
 from attnaudit.masks import candidate_mask
 from attnaudit.metrics import kendall_tau, kendall_tau_b
+from attnaudit.models import input_gradients
 from attnaudit.saliency import agreement, faithfulness, planted, report
 from attnaudit.saliency.ranking import k_tokens, rank_positions, ranking_key
 
@@ -74,6 +75,31 @@ def test_integrated_gradients_internal_batching_keeps_masks_aligned(encoder):
     whole = get_method("integrated_gradients", n_steps=8).attribute(model, batch)
     stepwise = get_method("integrated_gradients", n_steps=8, max_elements=1).attribute(model, batch)
     torch.testing.assert_close(whole, stepwise, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "baseline,method", [("zeros", "gausslegendre"), ("unk", "riemann_right"), ("pad", "gausslegendre")]
+)
+@pytest.mark.parametrize("hidden_mode", ["plain", "concat", "residual"])
+def test_integrated_gradients_of_a_bilstm_equal_captums(baseline, method, hidden_mode):
+    """The BiLSTM route (path gradients with the backward pass through time by hand) gives Captum's sums over the
+    embedding dimension and its convergence deltas, with the attention differentiated (not detached)."""
+    model = tiny_model("lstm", seed=5, hidden_mode=hidden_mode, embedding_dim=10)
+    batch = tiny_batch(lengths=(3, 9, 5, 2), seed=5)
+    ig = get_method("integrated_gradients", n_steps=12, baseline=baseline, method=method, max_elements=500)
+    target = model(batch).logits.argmax(-1)
+    fast, fast_delta = ig.bilstm_sums(model, batch, target)
+    slow, slow_delta = ig.captum_sums(model, batch, target)
+    torch.testing.assert_close(fast * batch.mask, slow * batch.mask, rtol=1e-4, atol=1e-6)
+    torch.testing.assert_close(fast_delta, slow_delta, rtol=1e-4, atol=1e-6)
+    assert (fast * batch.mask).abs().amax() > 1e-3
+    # rows split by instances and by steps along the path give the same path gradients
+    explained = lambda logits, instances: logits.softmax(-1).gather(1, target[instances, None])[:, 0]  # noqa: E731
+    alphas, base = [0.1, 0.5, 0.9], model.embedding.weight[1].detach()
+    whole = input_gradients.path_gradients(model, batch, explained, alphas, base)
+    for rows in (1, 3, 5):
+        split = input_gradients.path_gradients(model, batch, explained, alphas, base, max_rows=rows)
+        torch.testing.assert_close(split, whole, rtol=1e-5, atol=1e-7)
 
 
 def test_integrated_gradients_flags_poor_convergence():

@@ -49,6 +49,7 @@ def load_audit_inputs(
         raise AttnauditError(f"{dataset_dir}/examples.parquet has no '{split}' examples to audit")
     rows = rows.assign(row=np.arange(len(rows)))
     model = load_model(Path(model_dir) / "model.pt", device)
+    model.requires_grad_(False)  # audits differentiate with respect to inputs only: no weight gradients are computed
     encoded = encode_split(rows, vocab, None)
     if model.guides is not None:  # a guided model (W&P §3.4) carries the guide of every instance it was trained on
         missing = [i for i in encoded.ids if i not in model.guides]

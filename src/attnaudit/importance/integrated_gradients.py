@@ -7,6 +7,12 @@ points; ``method="riemann_right"`` is Eq. 4 literally). Baseline ``zeros`` (B&F'
 batch's tokens and mask with the interpolated inputs; ``internal_batch_size`` rows per forward pass, fewer for
 long documents (``max_elements`` embedding floats).
 
+A one-layer BiLSTM takes a faster route to the same sums: :func:`attnaudit.models.input_gradients.path_gradients`
+gives ∇_x f_c(b + α(e − b)) · (e_t − b) per token at Captum's quadrature nodes α (and Captum's weights sum them),
+with the backward pass through time by hand — input projections only, each distinct token projected once — instead
+of autograd through PyTorch's LSTM, which also computes the embedding and weight gradients the sum over the
+embedding dimension does not need (~5× fewer products; a test compares it with Captum).
+
 Completeness (Sundararajan et al. Prop. 1): Σ_i attributions = f_c(x) − f_c(b). Captum's convergence delta,
 that sum minus the difference, is returned per instance by :meth:`explain` (``extras["delta"]``), with
 ``extras["flagged"]`` marking instances with |delta| > ``delta_tolerance`` (on the output's scale: probability by
@@ -18,8 +24,9 @@ import logging
 import torch
 
 from attnaudit import AttnauditError
-from attnaudit.importance._forward import check_output, embedding_forward, gradient_mode
+from attnaudit.importance._forward import check_output, class_scores, embedding_forward, gradient_mode
 from attnaudit.importance.registry import Attribution, ImportanceMethod, predicted_class, register
+from attnaudit.models import input_gradients
 
 log = logging.getLogger(__name__)
 BASELINES = ("zeros", "pad", "unk")
@@ -71,9 +78,24 @@ class IntegratedGradients(ImportanceMethod):
     def explain(self, model, batch) -> Attribution:
         """Scores with the per-instance convergence delta (Sundararajan et al. 2017, §2 completeness) and a flag
         where |delta| exceeds ``delta_tolerance``."""
+        target = predicted_class(model, batch)
+        sums = self.bilstm_sums if input_gradients.supports(model) else self.captum_sums
+        scores, delta = sums(model, batch, target)
+        flagged = delta.abs() > self.delta_tolerance
+        if flagged.any():
+            log.debug(
+                "integrated gradients: %d of %d instances with |delta| > %g (max %.3g)",
+                int(flagged.sum()),
+                len(delta),
+                self.delta_tolerance,
+                float(delta.abs().max()),
+            )
+        return Attribution(scores.masked_fill(~batch.mask, 0.0), {"delta": delta, "flagged": flagged})
+
+    def captum_sums(self, model, batch, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Captum's attributions summed over the embedding dimension ``[B, T]`` and its convergence deltas ``[B]``."""
         from captum.attr import IntegratedGradients as CaptumIG  # imported when used: a cheap registry
 
-        target = predicted_class(model, batch)
         with gradient_mode():
             embedded = model.embed(batch).detach().requires_grad_(True)
             attributions, delta = CaptumIG(embedding_forward(model, self.output)).attribute(
@@ -86,15 +108,23 @@ class IntegratedGradients(ImportanceMethod):
                 internal_batch_size=self.rows_per_forward(embedded),
                 return_convergence_delta=True,
             )
-        delta = delta.detach().reshape(-1)
-        flagged = delta.abs() > self.delta_tolerance
-        if flagged.any():
-            log.debug(
-                "integrated gradients: %d of %d instances with |delta| > %g (max %.3g)",
-                int(flagged.sum()),
-                len(delta),
-                self.delta_tolerance,
-                float(delta.abs().max()),
-            )
-        scores = attributions.detach().sum(dim=-1).masked_fill(~batch.mask, 0.0)
-        return Attribution(scores, {"delta": delta, "flagged": flagged})
+        return attributions.detach().sum(dim=-1), delta.detach().reshape(-1)
+
+    def bilstm_sums(self, model, batch, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The same sums and deltas for a one-layer BiLSTM, from its path gradients at Captum's quadrature nodes
+        (module docstring)."""
+        from captum.attr._utils.approximation_methods import approximation_parameters
+
+        def explained(logits: torch.Tensor, instances: torch.Tensor) -> torch.Tensor:  # f_c of each row
+            return class_scores(logits, self.output).gather(1, target[instances, None])[:, 0]
+
+        step_sizes, alphas = (f(self.n_steps) for f in approximation_parameters(self.method))
+        with torch.no_grad():
+            embedded = model.embed(batch)
+            baseline = self.baselines(model, embedded[:1, :1])[0, 0]
+            every = torch.arange(len(target), device=target.device)
+            ends = [explained(model(batch, embedded=x).logits, every) for x in (embedded, baseline.expand_as(embedded))]
+        gradients = input_gradients.path_gradients(model, batch, explained, list(alphas), baseline)
+        weights = torch.tensor(step_sizes, dtype=gradients.dtype, device=gradients.device)
+        scores = torch.einsum("s,sbt->bt", weights, gradients)
+        return scores, scores.masked_fill(~batch.mask, 0.0).sum(dim=1) - (ends[0] - ends[1])

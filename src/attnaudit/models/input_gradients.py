@@ -1,14 +1,17 @@
-"""J&W's gradient importance g_t = ∇_{e_t} ŷ · e_t (Algorithm 1, attention detached as in Appendix B) for a
-one-layer BiLSTM, with the backward pass through time written by hand.
+"""Gradients with respect to the word embeddings of a one-layer BiLSTM, dotted with a direction in embedding
+space, with the backward pass through time written by hand: J&W's gradient importance ∇_{e_t} ŷ · e_t
+(Algorithm 1, attention detached as in Appendix B) and the path gradients of B&F's integrated gradients
+(§3.1 Eq. 4: ∇_x f_c(b + α(e − b)) · (e_t − b) at the quadrature nodes α).
 
-The embedding e_t enters each direction of the BiLSTM only through the input projection u_t = W_ih e_t, so
-∇_{e_t} ŷ · e_t = Σ_directions δ_t · u_t (+ ∇ ŷ · e_t through the hidden states' own copy of e_t, T&Š §3.1), where
-δ_t is the gradient of ŷ with respect to the gate pre-activations at t. The projections are computed once in the
-forward pass anyway, so the backward pass is the hidden-to-hidden recursion alone: no gradient with respect to
-the 300-dimensional embeddings (a 4H × d product per token and direction) and none with respect to the weights,
-both of which PyTorch's fused LSTM backward always computes. The attention and decoder are differentiated by
-autograd from the hidden states. Written by hand because no library skips those products; a test compares the
-result with autograd through ``torch.lstm``.
+The embedding enters each direction of the BiLSTM only through the input projection W_ih x_t, so
+∇_{x_t} f · v_t = Σ_directions δ_t · W_ih v_t (+ ∇f · v_t through the hidden states' own copy of x_t, T&Š §3.1),
+where δ_t is the gradient of f with respect to the gate pre-activations at t. W_ih e depends on the token alone,
+so each distinct token of a batch is projected once (:func:`attnaudit.models.encoders.token_projections`) and the
+points of an integration path are α-mixtures of two projections; the backward pass is the hidden-to-hidden
+recursion alone: no gradient with respect to the 300-dimensional embeddings (a 4H × d product per token and
+direction) and none with respect to the weights, both of which PyTorch's fused LSTM backward always computes. The
+attention and decoder are differentiated by autograd from the hidden states. Written by hand because no library
+skips those products; tests compare the results with autograd through ``torch.lstm`` and with Captum.
 """
 
 from __future__ import annotations
@@ -25,24 +28,19 @@ def supports(model) -> bool:
 
 
 class TapedDirection:
-    """One direction of the first layer run step by step on time-major input, keeping what its backward pass
-    needs: the input projections u_t = W_ih e_t ``[T, B, 4H]``, the gates (i, f, g, o after their non-linearities,
-    PyTorch's order), the cell states and tanh of them. ``backward`` reverses each sequence within its length."""
+    """One direction of the first layer run step by step on given input pre-activations ``[T, N, 4H]``
+    (W_ih x_t + b_ih + b_hh in this direction's step order), keeping what its backward pass needs: the gates
+    (i, f, g, o after their non-linearities, PyTorch's order), the cell states and tanh of them. ``reverse``
+    ``[N, T, 1]`` (the backward direction) reverses each sequence within its length."""
 
-    def __init__(self, encoder, embedding, tokens: torch.Tensor, mask: torch.Tensor, backward: bool):
-        w_ih, w_hh, b_ih, b_hh = encoder.weights(0, backward)
-        n_batch, width = tokens.shape
-        self.size, self.w_hh = encoder.rnn.hidden_size, w_hh
-        self.reverse = encoder.reversal(mask) if backward else None
-        tokens = tokens.gather(1, self.reverse[..., 0]) if backward else tokens
-        per_token, index = token_projections(embedding, tokens, w_ih)
-        self.projected = per_token[index.t()]  # u_t, [T, B, 4H]
-        pre_inputs = self.projected + (b_ih + b_hh)
-        h = per_token.new_zeros(n_batch, self.size)
+    def __init__(self, encoder, pre_inputs: torch.Tensor, reverse: torch.Tensor | None, backward: bool):
+        w_hh = encoder.weights(0, backward)[1]
+        self.size, self.w_hh, self.reverse = encoder.rnn.hidden_size, w_hh, reverse
+        h = pre_inputs.new_zeros(pre_inputs.shape[1], self.size)
         c = torch.zeros_like(h)
         w_hh_t = w_hh.t()
         self.gates, self.cells, self.tanh_cells, hidden = [], [c], [], []
-        for step in range(width):
+        for step in range(pre_inputs.shape[0]):
             pre = torch.addmm(pre_inputs[step], h, w_hh_t)
             sig = torch.sigmoid(pre)
             i, f, o = sig[:, : self.size], sig[:, self.size : 2 * self.size], sig[:, 3 * self.size :]
@@ -54,14 +52,15 @@ class TapedDirection:
             self.cells.append(c)
             self.tanh_cells.append(tanh_c)
             hidden.append(h)
-        self.hidden = self.in_input_order(torch.stack(hidden, dim=1))  # [B, T, H]
+        self.hidden = self.in_input_order(torch.stack(hidden, dim=1))  # [N, T, H]
 
     def in_input_order(self, values: torch.Tensor) -> torch.Tensor:
-        """``[B, T, ·]`` in this direction's step order → the input's order (the reversal is an involution)."""
+        """``[N, T, ·]`` in this direction's step order → the input's order (the reversal is an involution)."""
         return values if self.reverse is None else values.gather(1, self.reverse.expand_as(values))
 
-    def input_contributions(self, grad_hidden: torch.Tensor) -> torch.Tensor:
-        """Backward through time from ∂ŷ/∂h ``[B, T, H]`` (input order): δ_t · u_t per position ``[B, T]``."""
+    def input_contributions(self, grad_hidden: torch.Tensor, direction: torch.Tensor) -> torch.Tensor:
+        """Backward through time from ∂f/∂h ``[N, T, H]`` (input order): δ_t · (W_ih v_t) per position ``[N, T]``
+        for the projected direction ``direction`` = W_ih v ``[T, N, 4H]`` (step order)."""
         grad_hidden = self.in_input_order(grad_hidden).transpose(0, 1)  # step order, time-major
         size = self.size
         grad_h, grad_c = torch.zeros_like(grad_hidden[0]), torch.zeros_like(grad_hidden[0])
@@ -83,34 +82,100 @@ class TapedDirection:
             grad_c = grad_c * f
             grad_h = delta @ self.w_hh
             deltas.append(delta)
-        deltas = torch.stack(deltas[::-1])  # [T, B, 4H] in step order
-        contributions = (deltas * self.projected).sum(dim=-1).t()[:, :, None]  # [B, T, 1]
+        deltas = torch.stack(deltas[::-1])  # [T, N, 4H] in step order
+        contributions = (deltas * direction).sum(dim=-1).t()[:, :, None]  # [N, T, 1]
         return self.in_input_order(contributions)[..., 0]
+
+
+def path_gradients(
+    model,
+    batch: Batch,
+    explained,
+    alphas: list[float],
+    baseline: torch.Tensor | None = None,
+    detach_attention: bool = False,
+    max_rows: int = 256,
+) -> torch.Tensor:
+    """``[S, B, T]``: ∇_{x_t} Σ_b f(x(α)) · (e_t − b) at every α of ``alphas``, with x(α) = b + α (e − b) the
+    embeddings on the straight path from the ``baseline`` vector b (``[d]``; None: zeros) to the tokens'
+    embeddings e, and ``explained(logits, instances) -> [N]`` the explained output of each row, ``instances`` its
+    instance's index in ``batch`` (e.g. the probability of the instance's predicted class). ``detach_attention``
+    holds the attention at its value (J&W App. B). At most ``max_rows`` instance × α rows go through the BiLSTM
+    at once: the step-wise element-wise work is memory-bound, and a few hundred rows keep it in the cache
+    (:func:`supports` must hold)."""
+    if batch.tokens.shape[0] > max_rows:
+        return torch.cat(
+            [
+                path_gradients(
+                    model,
+                    batch.select(slice(first, first + max_rows)),
+                    lambda logits, instances, first=first: explained(logits, instances + first),
+                    alphas,
+                    baseline,
+                    detach_attention,
+                    max_rows,
+                )
+                for first in range(0, batch.tokens.shape[0], max_rows)
+            ],
+            dim=1,
+        )
+    encoder, mask, n_batch = model.encoder, batch.mask, batch.tokens.shape[0]
+    with torch.no_grad():
+        embedded = model.embed(batch)
+        base = torch.zeros_like(embedded[0, 0]) if baseline is None else baseline.to(embedded)
+        paths = []  # per direction: (reverse, W_ih b + biases [4H], W_ih (e − b) [T, B, 4H] in step order)
+        for backward in (False, True):
+            w_ih, _, b_ih, b_hh = encoder.weights(0, backward)
+            reverse = encoder.reversal(mask) if backward else None
+            tokens = batch.tokens.gather(1, reverse[..., 0]) if backward else batch.tokens
+            per_token, index = token_projections(model.embedding, tokens, w_ih)
+            start = base @ w_ih.t()
+            paths.append((reverse, start + (b_ih + b_hh), per_token[index.t()] - start))
+    per_pass = max(1, max_rows // max(1, n_batch))
+    results = []
+    for first in range(0, len(alphas), per_pass):
+        scale = torch.tensor(alphas[first : first + per_pass], dtype=embedded.dtype, device=embedded.device)
+        n_scales = len(scale)
+        rows = torch.arange(n_batch, device=mask.device).repeat(n_scales)  # row s·B + b: instance b at α_s
+        along = scale.repeat_interleave(n_batch)  # α of each row
+        with torch.no_grad():
+            tapes, directions = [], []
+            for backward, (reverse, start, span) in zip((False, True), paths, strict=True):
+                direction = span if n_scales == 1 else span.repeat(1, n_scales, 1)  # [T, N, 4H]
+                pre_inputs = torch.addcmul(start, along[None, :, None], direction)
+                if reverse is not None and n_scales > 1:
+                    reverse = reverse[rows]
+                tapes.append(TapedDirection(encoder, pre_inputs, reverse, backward))
+                directions.append(direction)
+            offsets = (embedded if n_scales == 1 else embedded[rows]) - base  # e − b per row
+        expanded = batch if n_scales == 1 else batch.select(rows)
+        with torch.enable_grad():
+            states = torch.cat([tape.hidden for tape in tapes], dim=-1).requires_grad_(True)
+            words = (base + along[:, None, None] * offsets).requires_grad_(model.cfg.hidden_mode != "plain")
+            hidden = model._with_embeddings(states * expanded.mask[:, :, None].to(states.dtype), words, expanded.mask)
+            query = model.encode_query(expanded)
+            attention = model.attend(hidden, expanded, query)
+            logits = model.decode(hidden, attention.detach() if detach_attention else attention, query)
+            inputs = [states, words] if words.requires_grad else [states]
+            grads = torch.autograd.grad(explained(logits, rows).sum(), inputs)
+        with torch.no_grad():
+            size = encoder.rnn.hidden_size
+            scores = sum(
+                tape.input_contributions(grads[0][..., k * size : (k + 1) * size], direction)
+                for k, (tape, direction) in enumerate(zip(tapes, directions, strict=True))
+            )
+            if len(grads) > 1:
+                scores = scores + (grads[1] * offsets).sum(dim=-1)
+        results.append(scores.view(n_scales, n_batch, -1))
+    return torch.cat(results)
 
 
 def gradient_times_embedding(model, batch: Batch) -> torch.Tensor:
     """Signed ∇_{e_t} ŷ_c · e_t ``[B, T]`` for the predicted class c (ŷ the probability), attention held at its
-    value (:func:`supports` must hold); the same as autograd through the model to float rounding."""
-    mask = batch.mask
-    with torch.no_grad():
-        embedded = model.embed(batch)
-        directions = [
-            TapedDirection(model.encoder, model.embedding, batch.tokens, mask, backward) for backward in (False, True)
-        ]
-    with torch.enable_grad():
-        states = torch.cat([d.hidden for d in directions], dim=-1).requires_grad_(True)
-        words = embedded.clone().requires_grad_(model.cfg.hidden_mode != "plain")
-        hidden = model._with_embeddings(states * mask[:, :, None].to(states.dtype), words, mask)
-        query = model.encode_query(batch)
-        alpha = model.attend(hidden, batch, query).detach()
-        logits = model.decode(hidden, alpha, query)
-        predicted = logits.argmax(dim=-1, keepdim=True)
-        target = torch.softmax(logits, dim=-1).gather(1, predicted).sum()
-        inputs = [states, words] if words.requires_grad else [states]
-        grads = torch.autograd.grad(target, inputs)
-    with torch.no_grad():
-        size = model.encoder.rnn.hidden_size
-        scores = sum(d.input_contributions(grads[0][..., k * size : (k + 1) * size]) for k, d in enumerate(directions))
-        if len(grads) > 1:
-            scores = scores + (grads[1] * embedded).sum(dim=-1)
-    return scores
+    value (J&W Algorithm 1, App. B; :func:`supports` must hold): the same as autograd through the model to float
+    rounding."""
+
+    def predicted_probability(logits: torch.Tensor, instances: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(logits, dim=-1).gather(1, logits.argmax(dim=-1, keepdim=True))[:, 0]
+
+    return path_gradients(model, batch, predicted_probability, [1.0], detach_attention=True)[0]
