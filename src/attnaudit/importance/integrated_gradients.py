@@ -113,7 +113,7 @@ class IntegratedGradients(ImportanceMethod):
     def bilstm_sums(self, model, batch, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The same sums and deltas for a one-layer BiLSTM, from its path gradients at Captum's quadrature nodes
         (module docstring)."""
-        from captum.attr._utils.approximation_methods import approximation_parameters
+        from captum.attr._utils.approximation_methods import approximation_parameters  # captum is pinned < 0.10
 
         def explained(logits: torch.Tensor, instances: torch.Tensor) -> torch.Tensor:  # f_c of each row
             return class_scores(logits, self.output).gather(1, target[instances, None])[:, 0]
