@@ -11,7 +11,9 @@ A one-layer BiLSTM takes a faster route to the same sums: :func:`attnaudit.model
 gives ∇_x f_c(b + α(e − b)) · (e_t − b) per token at Captum's quadrature nodes α (and Captum's weights sum them),
 with the backward pass through time by hand — input projections only, each distinct token projected once — instead
 of autograd through PyTorch's LSTM, which also computes the embedding and weight gradients the sum over the
-embedding dimension does not need (~5× fewer products; a test compares it with Captum).
+embedding dimension does not need: ~5× fewer multiply-adds, 2.4–2.8× faster on the SST BiLSTM (the element-wise
+work remains); a test compares it with Captum. ``internal_batch_size`` and ``max_elements`` apply to the Captum
+route; the BiLSTM route takes at most 256 instance × α rows at a time.
 
 Completeness (Sundararajan et al. Prop. 1): Σ_i attributions = f_c(x) − f_c(b). Captum's convergence delta,
 that sum minus the difference, is returned per instance by :meth:`explain` (``extras["delta"]``), with
