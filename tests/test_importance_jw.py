@@ -120,7 +120,7 @@ def test_bilstm_deletions_without_reencoding_equal_reencoding(hidden_mode, atten
     for first, last in ((0, width), (3, 7)):
         deleted, b, t = deletions(batch, first, last)
         with torch.no_grad():
-            streamed = deletions_module.deletion_logits(model, batch, first, last).flatten(0, 1)
+            streamed = deletions_module.deletion_outputs(model, batch, first, last)[1].flatten(0, 1)
             encoded = model(deleted).logits
         real = [row for row in range(len(b)) if t[row] < len(seqs[int(b[row])]) and len(seqs[int(b[row])]) > 1]
         torch.testing.assert_close(streamed[real], encoded[real], atol=1e-5, rtol=1e-5)
@@ -140,8 +140,8 @@ def test_faded_deletions_stop_early_with_the_same_logits(hidden_mode):
     for first, last in ((0, batch.tokens.shape[1]), (40, 90)):
         exact_steps, faded_steps = {}, {}
         with torch.no_grad():
-            exact = deletions_module.deletion_logits(model, batch, first, last, 0.0, exact_steps)
-            faded = deletions_module.deletion_logits(model, batch, first, last, 1e-6, faded_steps)
+            exact = deletions_module.deletion_outputs(model, batch, first, last, 0.0, exact_steps)[1]
+            faded = deletions_module.deletion_outputs(model, batch, first, last, 1e-6, faded_steps)[1]
         assert faded_steps["row_steps"] < 0.5 * exact_steps["row_steps"], (faded_steps, exact_steps)
         t = torch.arange(first, last)[:, None]
         real = t < torch.tensor([len(x) for x in seqs])[None, :]

@@ -36,7 +36,7 @@ def deletions(batch: Batch, first: int = 0, last: int | None = None) -> tuple[Ba
     return batch.with_positions(b, source, deleted_mask), b, t
 
 
-def deletion_logits(model, batch: Batch, max_tokens: int, tolerance: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
+def deletion_outputs(model, batch: Batch, max_tokens: int, tolerance: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
     """Logits of every instance as it is ``[B, C]`` and with its token t deleted ``[T, B, C]``, for every
     position t (entries beyond an instance's length unspecified). A one-layer BiLSTM with learned attention
     resumes from the states a deletion leaves unchanged, all deletions at once, until they fade within
@@ -80,6 +80,6 @@ class LeaveOneOut(ImportanceMethod):
     def attribute(self, model, batch):
         if batch.tokens.shape[1] < 2:  # every instance has one token: nothing is left after a deletion
             return torch.zeros(batch.mask.shape).masked_fill(batch.mask, float("nan"))
-        original, deleted = deletion_logits(model, batch, self.max_tokens, self.tolerance)
+        original, deleted = deletion_outputs(model, batch, self.max_tokens, self.tolerance)
         probs, deleted = torch.softmax(original, dim=-1), torch.softmax(deleted, dim=-1)  # [B, C], [T, B, C]
         return per_position(tvd(deleted, probs[None]), batch)

@@ -4,7 +4,7 @@ re-encoded.
 
 This is Jain & Wallace's deletion leave-one-out (``loo``) with the signed predicted-class difference instead of
 the TVD between output distributions: it reuses ``loo``'s deletions of every position
-(:func:`attnaudit.importance.loo.deletion_logits`, without re-encoding for a one-layer BiLSTM). For two classes
+(:func:`attnaudit.importance.loo.deletion_outputs`, without re-encoding for a one-layer BiLSTM). For two classes
 |omission| = ``loo`` exactly when ``output="prob"``. Deleting the only token of a one-token instance leaves nothing
 to encode: NaN, as ``loo``.
 """
@@ -28,11 +28,11 @@ class Omission(ImportanceMethod):
 
     @torch.no_grad()
     def attribute(self, model, batch):
-        from attnaudit.importance.loo import deletion_logits, per_position  # J&W's deletions (imported lazily)
+        from attnaudit.importance.loo import deletion_outputs, per_position  # J&W's deletions (imported lazily)
 
         if batch.tokens.shape[1] < 2:  # every instance has one token: nothing is left after a deletion
             return torch.zeros(batch.mask.shape).masked_fill(batch.mask, float("nan"))
-        logits, deleted = deletion_logits(model, batch, self.max_tokens, self.tolerance)
+        logits, deleted = deletion_outputs(model, batch, self.max_tokens, self.tolerance)
         target = logits.argmax(dim=-1)
         full = class_scores(logits, self.output).gather(1, target[:, None]).squeeze(1)
         omitted = class_scores(deleted, self.output)

@@ -183,13 +183,6 @@ def settled_rows(states, original, ignore: torch.Tensor, tolerance: float, from_
 FADE_CHECK_EVERY = 8  # steps between the checks whether deletions have faded (each check costs about one step)
 
 
-def deletion_logits(
-    model, batch: Batch, first: int, last: int, tolerance: float = 0.0, stats: dict | None = None
-) -> torch.Tensor:
-    """Logits ``[last − first, B, C]`` of every instance with its token t deleted (:func:`deletion_outputs`)."""
-    return deletion_outputs(model, batch, first, last, tolerance, stats)[1]
-
-
 def deletion_outputs(
     model, batch: Batch, first: int, last: int, tolerance: float = 0.0, stats: dict | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:

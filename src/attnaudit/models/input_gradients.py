@@ -127,8 +127,8 @@ def path_gradients(
         for backward in (False, True):
             w_ih, _, b_ih, b_hh = encoder.weights(0, backward)
             reverse = encoder.reversal(mask) if backward else None
-            tokens = batch.tokens.gather(1, reverse[..., 0]) if backward else batch.tokens
-            per_token, index = token_projections(model.embedding, tokens, w_ih)
+            per_token, index = token_projections(model.embedding, batch.tokens, w_ih)
+            index = index.gather(1, reverse[..., 0]) if backward else index  # step order
             start = base @ w_ih.t()
             paths.append((reverse, start + (b_ih + b_hh), per_token[index.t()] - start))
     per_pass = max(1, max_rows // max(1, n_batch))
