@@ -128,6 +128,25 @@ def test_bilstm_deletions_without_reencoding_equal_reencoding(hidden_mode, atten
         assert torch.isnan(streamed[empty]).all()  # nothing left to encode
 
 
+def test_loo_floor_counts_the_rows_the_deletions_compute():
+    """The bench's arithmetic floor of leave-one-out counts exactly the (deletion × instance × step) rows the exact
+    deletions recompute over padded batches, and Σ L(L − 1) over real tokens."""
+    from attnaudit.jain_wallace.throughput import loo_floor
+
+    model = tiny_model("lstm", "additive", 1, 3, randomise=True, embedding_dim=16, lstm_hidden=8)
+    batches = [small_batch(seed, lengths=lengths)[1] for seed, lengths in ((1, (7, 3, 5)), (2, (12, 12)), (3, (2, 4)))]
+    stats = {}
+    with torch.no_grad():
+        for batch in batches:
+            deletions_module.deletion_outputs(model, batch, 0, batch.tokens.shape[1], 0.0, stats)
+    floor = loo_floor(model, batches)
+    lengths = (7, 3, 5, 12, 12, 2, 4)
+    assert floor["padded_rows"] == stats["row_steps"]
+    assert floor["rows"] == sum(n * (n - 1) for n in lengths) < floor["padded_rows"]
+    assert floor["gmacs"] > 0 and floor["sigmoid_ns"] > 0 and floor["seconds"] > 0
+    assert loo_floor(tiny_model("cnn", "additive", 1, 3), batches) is None
+
+
 @pytest.mark.parametrize("hidden_mode", ["plain", "residual"])
 def test_faded_deletions_stop_early_with_the_same_logits(hidden_mode):
     """Long sequences: a deletion's states fade into the original ones, so with ``tolerance`` its recursion stops

@@ -10,6 +10,12 @@ with J&W's code and kept here as constants, not re-measured. ``jw_code_ratio_job
 pipeline job pays once (interpreter and imports, measured in a child process, plus loading the model and
 instances), because the J&W figures are whole processes; ``jw_code_ratio`` compares the audit's own work.
 
+The J&W-code constants were measured on one machine, and the same code runs at different speeds on machines of
+the same class (the figures of ``docs/performance.md`` were taken on two that differ 1.6× for our code). So the
+bench also prints this machine's speed at the two kernels an exact BiLSTM leave-one-out is made of
+(:func:`machine_speed`) and leave-one-out's arithmetic floor at that speed (:func:`loo_floor`): how far the
+measured time is from what no implementation of the exact computation can beat here.
+
 ``--naive-limit N`` also times the naive per-instance references of :mod:`attnaudit.jain_wallace.reference` on
 N instances: a regression check of the batching, not the comparison a user makes.
 """
@@ -36,6 +42,7 @@ from attnaudit.jain_wallace.common import Context
 from attnaudit.jain_wallace.options import resolve
 from attnaudit.jain_wallace.permutation import permutation_batch
 from attnaudit.masks import content_mask, marker_ids
+from attnaudit.models import deletions
 from attnaudit.throughput import resolve_dirs
 
 log = logging.getLogger(__name__)
@@ -71,6 +78,56 @@ def startup_cpu_seconds() -> float:
     subprocess.run([sys.executable, "-c", code], check=True)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def machine_speed(hidden: int, width: int, rows: int = 1024, seconds: float = 0.5) -> dict:
+    """Single-thread speed of this machine at a float32 matrix product ``[rows, hidden] × [hidden, width]``
+    (``gmacs``: 10⁹ multiply-adds per second, best of repeated runs over about ``seconds``) and at the sigmoid
+    (``sigmoid_ns``: nanoseconds per element of a ``[rows, width]`` tensor, best of the same)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    left, right = torch.randn(rows, hidden), torch.randn(hidden, width)
+    product, activated = torch.empty(rows, width), torch.empty(rows, width)
+
+    def best(fn) -> float:
+        fn()
+        times, started = [], time.perf_counter()
+        while time.perf_counter() - started < seconds or len(times) < 5:
+            tick = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - tick)
+        return min(times)
+
+    try:
+        mm = best(lambda: torch.mm(left, right, out=product))
+        sigmoid = best(lambda: torch.sigmoid(product, out=activated))
+    finally:
+        torch.set_num_threads(threads)
+    return {"gmacs": rows * hidden * width / mm / 1e9, "sigmoid_ns": sigmoid / (rows * width) * 1e9}
+
+
+def loo_floor(model, batches) -> dict | None:
+    """The arithmetic an exact deletion leave-one-out of a one-layer BiLSTM cannot avoid
+    (:mod:`attnaudit.models.deletions`): each deletion of an instance of length L recomputes L − 1 states (the
+    forward ones after the gap, the backward ones before it), each a hidden-to-hidden product (H × 4H) and the
+    readout of the new half (H × (k + C): attention pre-activation and per-token logits), with sigmoids over the 4H
+    gates, the H cell units (tanh = 2σ(2x) − 1) and, for additive attention, the k attention units. ``rows``
+    counts (deletion × step) states over real tokens, Σ L(L − 1), ``padded_rows`` the same over the batches as
+    padded, Σ B·W(W − 1); ``seconds`` is ``rows``' cost at :func:`machine_speed`. None for other models."""
+    if not batches or not deletions.supports(model, batches[0]):
+        return None
+    hidden = model.encoder.rnn.hidden_size
+    weight, _, _ = deletions.attention_readout(model.attention, None)
+    linear, _, _ = model.linear_readout(None)
+    readout = weight.shape[0] + linear.shape[0]
+    activated = 5 * hidden + (weight.shape[0] if isinstance(model.attention, deletions.AdditiveAttention) else 0)
+    lengths = [batch.lengths.to(torch.int64) for batch in batches]
+    rows = sum(int((n * (n - 1)).sum()) for n in lengths)
+    padded = sum(len(n) * int(n.max()) * (int(n.max()) - 1) for n in lengths)
+    speed = machine_speed(hidden, 4 * hidden + readout)
+    macs = rows * hidden * (4 * hidden + readout)
+    seconds = macs / (speed["gmacs"] * 1e9) + rows * activated * speed["sigmoid_ns"] * 1e-9
+    return {"rows": rows, "padded_rows": padded, "macs": macs, "seconds": seconds, **speed}
 
 
 def audit_runner(audit: str, model, batches, ctx: Context):
@@ -143,6 +200,15 @@ def run(args) -> dict:
     fixed = startup_cpu_seconds() + load_cpu
     print(f"fixed cost per job: {fixed:.1f} cpu-s (start-up and imports, loading the model and {n} instances)")
     results: dict = {"instances": n, "fixed_cpu_seconds": fixed, "threads": {}}
+    floor = loo_floor(model, [batch for _, batch in batches]) if "loo" in (args.audits or AUDITS) else None
+    if floor:
+        results["loo_floor"] = floor
+        print(
+            f"machine: matrix product {floor['gmacs']:.1f} GMAC/s, sigmoid {floor['sigmoid_ns']:.2f} ns/element "
+            f"(1 thread); exact loo floor {floor['seconds']:.2f} cpu-s ({floor['rows']:,} deletion×step rows, "
+            f"{floor['padded_rows']:,} padded, {floor['macs'] / 1e9:.1f} GMAC)",
+            flush=True,
+        )
     embeddings = Path(args.embeddings) if args.embeddings else dataset_dir.parent.parent / "embeddings"
     embeddings = embeddings / dataset_dir.name / "matrix.npy" if embeddings.is_dir() else embeddings
     for threads in args.threads:

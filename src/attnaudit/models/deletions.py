@@ -191,7 +191,7 @@ def deletion_outputs(
     (:func:`supports` must hold; entries with t beyond an instance's length are unspecified; an instance left
     empty gets NaN). ``tolerance`` > 0 stops a deletion's recursion once its states are that
     close (max |Δh|, |Δc|) to the original states (module docstring); ``stats["row_steps"]`` counts the
-    recomputed (deletion × step) rows."""
+    recomputed (deletion × instance × step) rows, padding included."""
     encoder, mask = model.encoder, batch.mask
     size, width, n_batch = encoder.rnn.hidden_size, mask.shape[1], mask.shape[0]
     n_rows = last - first
@@ -243,7 +243,7 @@ def deletion_outputs(
             pre = (h[rows].reshape(-1, size) @ w_hh).view(n - done, n_batch, -1).add_(gates["forward"][step + 1])
             h[rows], c[rows] = lstm_step(pre, c[rows])
             complete(rows, step, h[rows], "forward")
-            row_steps += n - done
+            row_steps += (n - done) * n_batch
             if tolerance > 0 and (step - first) % FADE_CHECK_EVERY == 0:  # deleted position step = original step + 1
                 original = (hidden["forward"][step + 1], cells["forward"][step + 1])
                 ignore = beyond[rows] | ~exists[step + 1]
@@ -265,7 +265,7 @@ def deletion_outputs(
             pre = (h[rows].reshape(-1, size) @ w_hh).view(-1, n_batch, 4 * size).add_(gates["backward"][step])
             h[rows], c[rows] = lstm_step(pre, c[rows])
             complete(rows, step, h[rows], "backward")
-            row_steps += end - start
+            row_steps += (end - start) * n_batch
             if tolerance > 0 and step % FADE_CHECK_EVERY == 0:  # deleted position `step` = original position `step`
                 original = (hidden["backward"][step], cells["backward"][step])
                 settled = settled_rows((h[rows], c[rows]), original, beyond[rows], tolerance, from_end=True)
