@@ -45,6 +45,7 @@ from attnaudit.jain_wallace.options import resolve
 from attnaudit.jain_wallace.permutation import permutation_batch
 from attnaudit.masks import content_mask, marker_ids
 from attnaudit.models import deletions
+from attnaudit.models.attention import AdditiveAttention
 from attnaudit.throughput import resolve_dirs
 
 log = logging.getLogger(__name__)
@@ -149,7 +150,7 @@ def loo_floor(model, batches) -> dict | None:
     weight, _, _ = deletions.attention_readout(model.attention, None)
     linear, _, _ = model.linear_readout(None)
     readout = weight.shape[0] + linear.shape[0]
-    activated = 5 * hidden + (weight.shape[0] if isinstance(model.attention, deletions.AdditiveAttention) else 0)
+    activated = 5 * hidden + (weight.shape[0] if isinstance(model.attention, AdditiveAttention) else 0)
     lengths = [batch.lengths.to(torch.int64) for batch in batches]
     rows = sum(int((n * (n - 1)).sum()) for n in lengths)
     padded = sum(len(n) * int(n.max()) * (int(n.max()) - 1) for n in lengths)
