@@ -68,7 +68,7 @@ JW_CODE = {
 }
 
 
-COLUMNS = ("gradient", "loo", "permutation", "adversarial", "all_four", "training_epoch")
+COLUMNS = (*AUDITS, "all_four", "training_epoch")
 
 #: J&W's code measured again, side by side with attnaudit on one machine (2026-11-23; 1 thread; medians of three
 #: alternating runs; the machine line of this bench read 36–45 GMAC/s and 0.90 ns per sigmoid there). Files of
