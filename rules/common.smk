@@ -11,7 +11,7 @@ from snakemake.utils import validate
 from attnaudit.corpora.registry import get_spec
 from attnaudit.explorer.plan import expand_plan
 from attnaudit.io import sha256_file
-from attnaudit.importance._stage import check_options
+from attnaudit.importance.options import check_options
 from attnaudit.modelsheet import MODEL_WILDCARD, sheet
 from attnaudit.tokenise.tokenisation import check_user_dataset
 

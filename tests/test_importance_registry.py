@@ -2,11 +2,16 @@
 encoder × attention, returns a finite [B, T] tensor that is zero on padding, is deterministic on repeat, does not
 depend on the other instances of the batch, and never touches parameter gradients."""
 
+import inspect
+import subprocess
+import sys
+
 import pytest
 import torch
-from conftest import ENCODERS, tiny_batch, tiny_model
+from conftest import ENCODERS, REPO, tiny_batch, tiny_model
 
 from attnaudit.importance import METHODS, ImportanceMethod, UnsupportedArchitecture, get_method
+from attnaudit.importance.options import declared_options
 
 # J&W's grid, and every architecture the other papers add (W&P: mlp, uniform, guided; T&Š: concat, residual, layers)
 VARIANTS = [(e, a, {}) for e in ENCODERS for a in ("additive", "dot")] + [
@@ -38,6 +43,24 @@ def test_registry_has_the_audited_methods():
     for name, cls in METHODS.items():
         assert issubclass(cls, ImportanceMethod) and cls.name == name
         assert isinstance(cls.signed, bool) and cls.citation, f"{name} needs `signed` and a citation"
+
+
+def test_options_read_from_source_are_the_constructors():
+    """The DAG's option check (read with ast, without torch) sees what the registry's constructors take."""
+    constructors = {name: tuple(inspect.signature(cls).parameters) for name, cls in METHODS.items()}
+    assert declared_options() == constructors
+
+
+def test_the_dag_checks_import_neither_torch_nor_sklearn():
+    """What rules/common.smk imports at every Snakemake parse stays light (each import costs ~3 s per dry run and
+    twice per cluster job)."""
+    modules = [
+        line.split()[1]
+        for line in (REPO / "rules" / "common.smk").read_text().splitlines()
+        if line.startswith("from attnaudit")
+    ]
+    probe = f"import sys; import {', '.join(modules)}; print(sorted({{'torch', 'sklearn'}} & set(sys.modules)))"
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout == "[]\n"
 
 
 @pytest.mark.parametrize("encoder,attention,fields", VARIANTS, ids=IDS)

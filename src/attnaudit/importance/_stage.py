@@ -10,7 +10,6 @@ explain this architecture — then the scores are NaN), ``device``, ``threads``.
 
 from __future__ import annotations
 
-import inspect
 import logging
 import time
 
@@ -18,24 +17,12 @@ import numpy as np
 import pandas as pd
 import torch
 
-from attnaudit import AttnauditError
 from attnaudit.auditing import load_audit_inputs, run_chunked
-from attnaudit.importance.registry import METHODS, ImportanceMethod, UnsupportedArchitecture, get_method
+from attnaudit.importance.options import check_options
+from attnaudit.importance.registry import ImportanceMethod, UnsupportedArchitecture, get_method
 from attnaudit.io import read_parquet
 
 log = logging.getLogger(__name__)
-
-
-def check_options(name: str, options: dict, where: str = "importance") -> None:
-    """The method exists and takes these options (its constructor's keyword arguments); a typo names the key."""
-    if name not in METHODS:
-        raise AttnauditError(f"{where}: unknown importance method {name!r}; registered: {', '.join(sorted(METHODS))}")
-    accepted = [p for p in inspect.signature(METHODS[name].__init__).parameters if p != "self"]
-    unknown = [key for key in options if key not in accepted]
-    if unknown:
-        raise AttnauditError(
-            f"{where}.{name}.{unknown[0]}: not an option of {name}; it takes {', '.join(accepted) or 'none'}"
-        )
 
 
 def build_method(name: str, options: dict, seed: int) -> ImportanceMethod:

@@ -17,11 +17,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from sklearn.model_selection import train_test_split
 
 from attnaudit import AttnauditError
-from attnaudit.data import BOS, EOS, SPECIALS
 from attnaudit.io import read_parquet, write_json, write_parquet
+from attnaudit.specials import BOS, EOS, SPECIALS
 
 log = logging.getLogger(__name__)
 _DIGIT = re.compile(r"\d")
@@ -89,6 +88,9 @@ def _stratified_split(frame: pd.DataFrame, fraction: float, seed: int, new_split
             f"for train, fewer than the {classes} classes; add examples, give a split column, or change "
             f"datasets.<name>.tokenise.{'test' if new_split == 'test' else 'dev'}_fraction"
         )
+    # imported on first use: the DAG's user-corpus check imports this module at every Snakemake parse
+    from sklearn.model_selection import train_test_split
+
     _, moved = train_test_split(frame.index, test_size=fraction, random_state=seed, stratify=stratify)
     frame = frame.copy()
     frame.loc[moved, "split"] = new_split
