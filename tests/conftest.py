@@ -147,15 +147,19 @@ def snakemake(workdir: Path, *args: str, config: Path, check: bool = True, timeo
 def local_pipeline(tmp_path_factory) -> Path:
     """The working directory of ``snakemake --profile profiles/gpu --cores 2`` on tests/config.yaml, run once.
 
-    profiles/gpu on this CPU-only machine: the gpu counter (1) only serialises the GPU rules, and the code
-    falls back to the CPU. Tests must not change this directory; copy it first (see test_pipeline.py).
+    profiles/gpu with ``--resources gpu=2``, as the profile documents for two jobs per GPU: on this CPU-only
+    machine the code falls back to the CPU, and the profile's own gpu=1 would run the 112 train, importance and
+    adversarial jobs one at a time on one of the two cores. Tests must not change this directory; copy it first
+    (see test_pipeline.py).
     """
     if mirror_dir() is None:
         pytest.skip("no corpus mirror (set ATTNAUDIT_MIRROR or place shared/corpora beside the checkout)")
     workdir = tmp_path_factory.mktemp("local-pipeline")
     (workdir / "log.txt").write_text(
         snakemake(
-            workdir, "--profile", str(REPO / "profiles" / "gpu"), "--cores", "2", config=REPO / "tests" / "config.yaml"
+            workdir,
+            *("--profile", str(REPO / "profiles" / "gpu"), "--resources", "gpu=2", "--cores", "2"),
+            config=REPO / "tests" / "config.yaml",
         ).stderr
     )
     return workdir
