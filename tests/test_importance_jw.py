@@ -93,6 +93,20 @@ def test_batched_loo_equals_per_instance(encoder, attention):
     )
 
 
+def test_reencoded_loo_takes_its_budget_per_device():
+    """Stacked BiLSTMs re-encode every deletion, in passes of ``max_tokens`` positions given as one number or per
+    device type (the default): the same scores whatever the passes' size, and the per-instance reference's."""
+    model = tiny_model("lstm", "additive", lstm_layers=2)
+    seqs, batch = small_batch(1)
+    default = get_method("loo").attribute(model, batch)
+    for budget in (30, {"cpu": 30, "cuda": 1 << 18}):
+        np.testing.assert_allclose(
+            get_method("loo", max_tokens=budget).attribute(model, batch).numpy(), default.numpy(), atol=1e-6
+        )
+    for i, seq in enumerate(seqs):
+        np.testing.assert_allclose(default[i, : len(seq)].numpy(), reference.loo(model, seq), atol=1e-5)
+
+
 def test_loo_builds_every_deletion_once():
     """A (deleted position × instance) grid: every real deletion once; rows beyond an instance's length unused."""
     seqs, batch = small_batch(2, lengths=(5, 3))

@@ -3,7 +3,8 @@ f_c(x_1:n) − f_c(x_1:n | x_i = 0), the predicted-class output minus the output
 (the other inputs unmodified, the sequence length unchanged).
 
 Batched: all Σ_b T_b single-position occlusions of a batch go through the model as one ``[Σ_b T_b, T, d]``
-embedding tensor (cut into slices of at most ``max_elements`` floats for long documents) — the same numbers as
+embedding tensor, in slices of at most ``max_elements`` floats (2^22: an SST BiLSTM's occlusion took 0.65× the CPU
+time of 2^25-float slices, which no longer fit in the cache) — the same numbers as
 Captum's ``Occlusion`` with a (1, d) window and zero baseline (checked in the tests), without its Python loop
 over positions. Signed: positive = zeroing the word lowers the predicted-class output.
 """
@@ -20,7 +21,7 @@ class Occlusion(ImportanceMethod):
     signed = True
     citation = "Bastings & Filippova 2020, §3.3 Eq. 5 (Zeiler & Fergus 2014; Li et al. 2016b)"
 
-    def __init__(self, output: str = "prob", max_elements: int = 1 << 25):
+    def __init__(self, output: str = "prob", max_elements: int = 1 << 22):
         self.output = check_output(output)
         self.max_elements = int(max_elements)
 

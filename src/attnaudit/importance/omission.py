@@ -21,9 +21,11 @@ class Omission(ImportanceMethod):
     signed = True
     citation = "Bastings & Filippova 2020, §3.3 (omission: Kádár et al. 2017; = J&W deletion LOO, signed)"
 
-    def __init__(self, output: str = "prob", max_tokens: int = 1 << 18, tolerance: float = 1e-6):
+    def __init__(self, output: str = "prob", max_tokens: int | dict | None = None, tolerance: float = 1e-6):
+        from attnaudit.importance.loo import reencoding_budget
+
         self.output = check_output(output)
-        self.max_tokens = int(max_tokens)  # token positions per forward pass when re-encoding deletions
+        self.max_tokens = reencoding_budget(max_tokens)  # token positions per pass when re-encoding deletions
         self.tolerance = float(tolerance)  # as LeaveOneOut's: when a deletion's states have faded
 
     @torch.no_grad()

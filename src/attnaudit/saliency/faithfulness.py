@@ -28,7 +28,7 @@ import pandas as pd
 import torch
 
 from attnaudit import AttnauditError
-from attnaudit.auditing import load_audit_inputs, run_chunked
+from attnaudit.auditing import load_audit_inputs, run_chunked, token_budget
 from attnaudit.data import UNK
 from attnaudit.importance import METHODS
 from attnaudit.importance._stage import read_scores
@@ -48,6 +48,7 @@ log = logging.getLogger(__name__)
 
 VARIANTS = ("deletion", "unk", "pad")
 FRACTIONS = (0.01, 0.05, 0.1, 0.2, 0.5)
+ROW_TOKENS = 4096  # token positions per forward pass of erased rows when no budget is given (the CPU default)
 
 
 def perturb(
@@ -78,16 +79,43 @@ def perturb(
 
 
 @torch.no_grad()
-def predict_rows(model, batch: Batch, target: torch.Tensor, max_elements: int) -> torch.Tensor:
-    """p_target of every row, in slices of at most ``max_elements`` embedding floats."""
-    width, dim = batch.tokens.shape[1], model.cfg.embedding_dim
-    step = max(1, max_elements // max(1, width * dim))
-    out = []
-    for start in range(0, len(target), step):
-        cut = slice(start, start + step)
-        probs = model(batch.select(cut)).probs
-        out.append(probs.gather(1, target[cut, None]).squeeze(1))
-    return torch.cat(out) if out else torch.zeros(0)
+def predict_rows(model, batch: Batch, target: torch.Tensor, max_tokens: int) -> torch.Tensor:
+    """p_target of every row. The rows (erasures of very different lengths: top-1 % kept or top-1 % removed) are
+    sorted by length and scored in slices of at most ``max_tokens`` token positions (rows × the slice's longest
+    row), each slice cut to its longest row. Padding is on the right and the encoders ignore it (the CNN zeroes
+    it, the BiLSTM reverses within the length), so each row's probability is the one it has alone; but encoding
+    padding is not free, and one slice of rows sorted by length pads little (SST BiLSTM: 2.3× faster than one
+    slice of the rows as built)."""
+    lengths = batch.mask.sum(dim=1)
+    order = torch.argsort(lengths, stable=True)
+    ordered = lengths[order].cpu().numpy()
+    per_slice = max(1, max_tokens)
+    out = torch.empty(len(target), device=target.device)
+    start = 0
+    while start < len(order):
+        # the widest slice whose rows × its last (longest) row's width fits; widths ascend, so the product does
+        n_rows = int(np.searchsorted(np.arange(1, len(order) - start + 1) * ordered[start:], per_slice, "right"))
+        rows = order[start : start + max(1, n_rows)]
+        width = int(ordered[start + len(rows) - 1])
+        sliced = batch.select(rows)
+        sliced.tokens, sliced.mask = sliced.tokens[:, :width], sliced.mask[:, :width]
+        if sliced.guide is not None:
+            sliced.guide = sliced.guide[:, :width]
+        out[rows] = model(sliced).probs.gather(1, target[rows, None]).squeeze(1)
+        start += len(rows)
+    return out
+
+
+def distinct_rows(source: torch.Tensor, keep: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The distinct (source instance, kept positions) rows ``(source [U], keep [U, T])`` and each row's index
+    among them ``[N]``: short instances give the same erasure at several k. The rows are compared as packed bytes
+    (``torch.unique(dim=0)`` compares them one pair at a time: ~10 % of the stage)."""
+    packed = np.packbits(keep.cpu().numpy(), axis=1)
+    key = np.concatenate([source.cpu().numpy().astype(np.int64)[:, None].view(np.uint8), packed], axis=1)
+    rows = key.view(np.dtype((np.void, key.shape[1])))[:, 0]
+    _, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
+    first = torch.from_numpy(first).to(source.device)
+    return source[first], keep[first], torch.from_numpy(inverse.reshape(-1)).to(source.device)
 
 
 @torch.no_grad()
@@ -100,11 +128,12 @@ def faithfulness_batch(
     variants=("deletion", "unk"),
     unk_index: int = 1,
     pad_index: int = 0,
-    max_elements: int = 1 << 25,
+    max_tokens: int = ROW_TOKENS,
 ) -> dict[str, torch.Tensor]:
     """Comprehensiveness and sufficiency for ``keys [B, S, T]`` (S rankings, higher = more important; see
     :func:`~attnaudit.saliency.ranking.ranking_key`): ``comprehensiveness``/``sufficiency`` ``[B, S, K, V]``,
-    ``k_tokens [B, K]``, ``p_full [B]``, ``predicted [B]``."""
+    ``k_tokens [B, K]``, ``p_full [B]``, ``predicted [B]``. The erased rows are encoded ``max_tokens`` token
+    positions at a time (the audits' per-device budget)."""
     probs = model(batch).probs
     target = probs.argmax(dim=-1)
     p_full = probs.gather(1, target[:, None]).squeeze(1)
@@ -117,13 +146,12 @@ def faithfulness_batch(
     keep = torch.stack([mask & ~selected, mask & (~candidates[:, None, None, :] | selected)], dim=3)
     keep = keep.reshape(-1, width)  # [B·S·K·2, T]
     source = torch.arange(n_batch, device=keys.device).repeat_interleave(n_rank * len(fractions) * 2)
-    unique, inverse = torch.unique(torch.cat([source[:, None], keep.long()], dim=1), dim=0, return_inverse=True)
-    u_source, u_keep = unique[:, 0], unique[:, 1:].bool()
+    u_source, u_keep, inverse = distinct_rows(source, keep)
     shape = (n_batch, n_rank, len(fractions), 2)
     comp, suff = [], []
     for variant in variants:
         rows, empty = perturb(batch, u_source, u_keep, variant, unk_index, pad_index)
-        p = predict_rows(model, rows, target[u_source], max_elements).masked_fill(empty, torch.nan)
+        p = predict_rows(model, rows, target[u_source], max_tokens).masked_fill(empty, torch.nan)
         p = p[inverse].reshape(shape)
         drop = p_full[:, None, None, None] - p
         drop = drop.masked_fill((n == 0)[:, None, None, None], torch.nan)
@@ -167,7 +195,6 @@ def run(
     fractions=FRACTIONS,
     variants=("deletion", "unk"),
     rankings=RANKINGS,
-    max_elements: int = 1 << 25,
     threads: int = 1,
 ) -> pd.DataFrame:
     """ERASER metrics for every (method, ranking) on one chunk; ``scores_paths`` are the importance stage's
@@ -193,6 +220,7 @@ def run(
         list(variants),
     )
     labels = np.array([fraction_label(f) for f in fractions])
+    row_tokens = token_budget(max_tokens, inputs.device) or ROW_TOKENS
 
     def per_batch(rows, batch) -> dict:
         missing = [int(r) for r in rows if int(r) not in table]
@@ -205,7 +233,7 @@ def run(
         cand = candidate_mask(batch.tokens, batch.mask, markers)
         keys = torch.stack([ranking_key(scores[:, method_index[m]], cand, r) for m, r in computed], dim=1)
         result = faithfulness_batch(
-            model, batch, keys, cand, fractions, variants, unk_index, model.cfg.pad_index, max_elements
+            model, batch, keys, cand, fractions, variants, unk_index, model.cfg.pad_index, row_tokens
         )
         comp = result["comprehensiveness"].cpu().numpy()  # [B, S, K, V]
         suff = result["sufficiency"].cpu().numpy()
