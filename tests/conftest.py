@@ -145,9 +145,10 @@ def snakemake(workdir: Path, *args: str, config: Path, check: bool = True, timeo
 
 @pytest.fixture(scope="session")
 def local_pipeline(tmp_path_factory) -> Path:
-    """The working directory of ``snakemake --profile profiles/gpu --cores 2`` on tests/config.yaml, run once.
+    """The working directory of ``snakemake --profile profiles/gpu --resources gpu=2 --cores 2`` on
+    tests/config.yaml, run once.
 
-    profiles/gpu with ``--resources gpu=2``, as the profile documents for two jobs per GPU: on this CPU-only
+    ``--resources gpu=2``, as the profile documents for two jobs per GPU: on this CPU-only
     machine the code falls back to the CPU, and the profile's own gpu=1 would run the 112 train, importance and
     adversarial jobs one at a time on one of the two cores. Tests must not change this directory; copy it first
     (see test_pipeline.py).
