@@ -3,7 +3,7 @@ f_c(x_1:n) − f_c(x_1:n | x_i = 0), the predicted-class output minus the output
 (the other inputs unmodified, the sequence length unchanged).
 
 Batched: all Σ_b T_b single-position occlusions of a batch go through the model as one ``[Σ_b T_b, T, d]``
-embedding tensor, in slices of at most ``max_elements`` floats (2^22: an SST BiLSTM's occlusion took 0.65× the CPU
+embedding tensor, in slices of at most ``max_elements`` floats (2^22: an SST BiLSTM's occlusion took 0.73× the CPU
 time of 2^25-float slices, which no longer fit in the cache) — the same numbers as
 Captum's ``Occlusion`` with a (1, d) window and zero baseline (checked in the tests), without its Python loop
 over positions. Signed: positive = zeroing the word lowers the predicted-class output.

@@ -84,8 +84,8 @@ def predict_rows(model, batch: Batch, target: torch.Tensor, max_tokens: int) -> 
     sorted by length and scored in slices of at most ``max_tokens`` token positions (rows × the slice's longest
     row), each slice cut to its longest row. Padding is on the right and the encoders ignore it (the CNN zeroes
     it, the BiLSTM reverses within the length), so each row's probability is the one it has alone; but encoding
-    padding is not free, and one slice of rows sorted by length pads little (SST BiLSTM: 2.3× faster than one
-    slice of the rows as built)."""
+    padding is not free, and one slice of rows sorted by length pads little (with :func:`distinct_rows`, the SST
+    BiLSTM's faithfulness stage took 0.47× the CPU time of 2^25-float slices of the rows as built)."""
     lengths = batch.mask.sum(dim=1)
     order = torch.argsort(lengths, stable=True)
     ordered = lengths[order].cpu().numpy()
