@@ -67,17 +67,21 @@ def batch_plan(encoded: Encoded, batch_size: int, max_tokens: int | None = None)
     rows and, with ``max_tokens``, at most that many padded token positions (rows × longest row), so memory and
     time per batch are bounded by the config rather than by the longest document (a document longer than the
     budget is a batch of its own)."""
-    lengths = np.array([len(s) for s in encoded.sequences])
+    return length_batches(np.array([len(s) for s in encoded.sequences]), batch_size, max_tokens)
+
+
+def length_batches(lengths: np.ndarray, batch_size: int | None, max_tokens: int | None) -> list[np.ndarray]:
+    """Indices of ``lengths`` sorted (stable) and cut into batches of at most ``batch_size`` rows (None: any) and,
+    with ``max_tokens``, at most that many padded token positions: the most rows whose count × the last (longest)
+    row's length fits, at least one."""
     order = np.argsort(lengths, kind="stable")
-    if not max_tokens:
-        return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    ordered = np.maximum(lengths[order], 1)
     plan, start = [], 0
     while start < len(order):
-        # rows are sorted, so the last row of a batch is its longest: take the most rows that fit
-        stop = start + 1
-        limit = min(len(order), start + batch_size)
-        while stop < limit and (stop + 1 - start) * max(1, lengths[order[stop]]) <= max_tokens:
-            stop += 1
+        stop = min(len(order), start + (batch_size or len(order)))
+        if max_tokens:  # rows × the last row's length never decreases along sorted rows
+            fits = np.arange(1, stop - start + 1) * ordered[start:stop]
+            stop = start + max(1, int(np.searchsorted(fits, max_tokens, "right")))
         plan.append(order[start:stop])
         start = stop
     return plan

@@ -28,7 +28,7 @@ import pandas as pd
 import torch
 
 from attnaudit import AttnauditError
-from attnaudit.auditing import load_audit_inputs, run_chunked, token_budget
+from attnaudit.auditing import length_batches, load_audit_inputs, run_chunked, token_budget
 from attnaudit.data import UNK
 from attnaudit.importance import METHODS
 from attnaudit.importance._stage import read_scores
@@ -86,23 +86,15 @@ def predict_rows(model, batch: Batch, target: torch.Tensor, max_tokens: int) -> 
     it, the BiLSTM reverses within the length), so each row's probability is the one it has alone; but encoding
     padding is not free, and one slice of rows sorted by length pads little (with :func:`distinct_rows`, the SST
     BiLSTM's faithfulness stage took 0.47× the CPU time of 2^25-float slices of the rows as built)."""
-    lengths = batch.mask.sum(dim=1)
-    order = torch.argsort(lengths, stable=True)
-    ordered = lengths[order].cpu().numpy()
-    per_slice = max(1, max_tokens)
+    lengths = batch.mask.sum(dim=1).cpu().numpy()
     out = torch.empty(len(target), device=target.device)
-    start = 0
-    while start < len(order):
-        # the widest slice whose rows × its last (longest) row's width fits; widths ascend, so the product does
-        n_rows = int(np.searchsorted(np.arange(1, len(order) - start + 1) * ordered[start:], per_slice, "right"))
-        rows = order[start : start + max(1, n_rows)]
-        width = int(ordered[start + len(rows) - 1])
+    for plan in length_batches(lengths, None, max_tokens):
+        rows, width = torch.from_numpy(plan).to(target.device), int(lengths[plan[-1]])
         sliced = batch.select(rows)
         sliced.tokens, sliced.mask = sliced.tokens[:, :width], sliced.mask[:, :width]
         if sliced.guide is not None:
             sliced.guide = sliced.guide[:, :width]
         out[rows] = model(sliced).probs.gather(1, target[rows, None]).squeeze(1)
-        start += len(rows)
     return out
 
 
