@@ -84,8 +84,19 @@ def mirror_dir() -> Path | None:
     return None
 
 
+#: Session fixtures that must exist once: the local pipeline run (~12 min) and the Slurm cluster (one slurmctld).
+#: Every test using one goes to the same xdist worker (``pytest -n 2``, ``--dist loadgroup`` in pyproject.toml);
+#: the other worker runs the unit tests meanwhile.
+ONE_WORKER_FIXTURES = {"local_pipeline", "slurm_cluster"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the xdist_group marks
 def pytest_collection_modifyitems(items):
-    """Unit tests first, end-to-end and Slurm tests last: a broken unit fails fast."""
+    """Unit tests first, end-to-end and Slurm tests last: a broken unit fails fast. Tests that use a
+    one-per-session fixture share one xdist group."""
+    for item in items:
+        if ONE_WORKER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.xdist_group("session-pipelines"))
     slow = {"e2e", "slurm"}
     items.sort(key=lambda item: any(item.get_closest_marker(m) for m in slow))
 

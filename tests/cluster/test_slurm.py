@@ -128,38 +128,67 @@ def job_env() -> dict[str, str]:
     return env
 
 
-def run_snakemake(cmd: list[str], cwd: Path, env: dict, timeout: int, log: Path) -> str:
-    """Run to completion or fail; on timeout SIGINT first, which makes the plugin scancel its jobs
+class SnakemakeRun:
+    """``snakemake`` started in the background (:meth:`start`), waited for with :meth:`finish`; on timeout, or if
+    the caller fails in between (``with`` block), SIGINT first, which makes the plugin scancel its jobs
     (pitfall 12) -- SIGTERM would not stop a hung status loop (pitfall 1)."""
-    with open(log, "w") as out:
-        out.write(f"$ {' '.join(cmd)}\n")
-        out.flush()
-        # A shell without job control starts background commands (`pytest ... &`) with SIGINT
-        # ignored, and Python then never installs its handler: give Snakemake a working SIGINT.
-        proc = subprocess.Popen(
-            cmd,
-            cwd=cwd,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-        )
+
+    def __init__(self, cmd: list[str], cwd: Path, env: dict, timeout: int, log: Path):
+        self.cmd, self.cwd, self.env, self.log = cmd, cwd, env, log
+        self.deadline = time.monotonic() + timeout
+        self.timeout = timeout
+        self.proc = None
+
+    def start(self) -> SnakemakeRun:
+        with open(self.log, "w") as out:
+            out.write(f"$ {' '.join(self.cmd)}\n")
+            out.flush()
+            # A shell without job control starts background commands (`pytest ... &`) with SIGINT
+            # ignored, and Python then never installs its handler: give Snakemake a working SIGINT.
+            self.proc = subprocess.Popen(
+                self.cmd,
+                cwd=self.cwd,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+            )
+        return self
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGINT)
         try:
-            rc = proc.wait(timeout=timeout)
+            self.proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            self.proc.kill()
+            self.proc.wait()
+
+    def finish(self) -> str:
+        """The log once snakemake exited 0; else fail with its tail."""
+        try:
+            rc = self.proc.wait(timeout=max(1.0, self.deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            self.stop()
             rc = None
-    text = log.read_text()
-    if rc != 0:
-        what = f"timed out after {timeout} s" if rc is None else f"exited {rc}"
-        tail = "\n".join(text.splitlines()[-60:])
-        pytest.fail(f"snakemake {what} (full log {log}):\n{tail}", pytrace=False)
-    return text
+        text = self.log.read_text()
+        if rc != 0:
+            what = f"timed out after {self.timeout} s" if rc is None else f"exited {rc}"
+            tail = "\n".join(text.splitlines()[-60:])
+            pytest.fail(f"snakemake {what} (full log {self.log}):\n{tail}", pytrace=False)
+        return text
+
+    def __enter__(self) -> SnakemakeRun:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        if self.proc.poll() is None:  # the caller failed before finish()
+            self.stop()
+
+
+def run_snakemake(cmd: list[str], cwd: Path, env: dict, timeout: int, log: Path) -> str:
+    """Run to completion or fail (:class:`SnakemakeRun`)."""
+    with SnakemakeRun(cmd, cwd, env, timeout, log) as run:
+        return run.finish()
 
 
 def slurm_jobs_of(output: str) -> tuple[str, set[str], list[dict[str, str]]]:
@@ -364,8 +393,9 @@ def same_number(a: float, b: float) -> bool:
     return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
 
 
-def test_pipeline_on_slurm_matches_local(slurm_cluster, local_pipeline, tmp_path, say):
-    """A Slurm run of part of tests/config.yaml against the session's local run of it (conftest.local_pipeline).
+def test_pipeline_on_slurm_matches_local(slurm_cluster, tmp_path, say, request):
+    """A Slurm run of part of tests/config.yaml against the session's local run of it (conftest.local_pipeline),
+    which, if no test has made it yet, runs while the Slurm jobs do.
 
     The part keeps Slurm's share of CI short while covering every kind of job: the data stages, J&W's BiLSTM with
     its importance scores (chunked, gathered locally) and three audits, a T&Š regularised model, and a W&P guided
@@ -377,7 +407,7 @@ def test_pipeline_on_slurm_matches_local(slurm_cluster, local_pipeline, tmp_path
     workflow_profile = REPO / "profiles" / "default"  # Snakemake loads it automatically from the repo root
     if problem := layering_problems():  # would only fail after minutes, in srun
         pytest.fail(problem, pytrace=False)
-    slurm_dir, local_dir = tmp_path / "slurm", local_pipeline
+    slurm_dir = tmp_path / "slurm"
     # --replace-workflow-config: tests/config.yaml replaces config.yaml (not merged into the SST grid)
     slurm_cmd = [
         *SNAKEMAKE,
@@ -393,11 +423,17 @@ def test_pipeline_on_slurm_matches_local(slurm_cluster, local_pipeline, tmp_path
     ]
 
     t = time.monotonic()
-    output = run_snakemake(slurm_cmd, REPO, env, PIPELINE_TIMEOUT, tmp_path / "slurm.log")
+    with SnakemakeRun(slurm_cmd, REPO, env, PIPELINE_TIMEOUT, tmp_path / "slurm.log") as slurm_run:
+        # the session's local run, if no test has made it yet, runs meanwhile on the same cores
+        local_dir = request.getfixturevalue("local_pipeline")
+        output = slurm_run.finish()
     slurm_s = time.monotonic() - t
 
     run_id, submitted, rows = slurm_jobs_of(output)
-    say(f"pipeline via Slurm {slurm_s:.1f} s ({len(rows)} jobs); sacct of run {run_id}:\n{sacct_table(rows)}")
+    say(
+        f"pipeline via Slurm {slurm_s:.1f} s ({len(rows)} jobs, beside the local run); "
+        f"sacct of run {run_id}:\n{sacct_table(rows)}"
+    )
     assert_all_completed(submitted, rows)
     train = [r for r in rows if r["rule"] == "train"]
     assert train, "no train job was submitted"
