@@ -23,6 +23,14 @@ include: "rules/cards.smk"
 include: "rules/explorer.smk"
 
 
+onsuccess:
+    stop_reevaluation_timers()
+
+
+onerror:
+    stop_reevaluation_timers()
+
+
 # gathers and tables take seconds: run them where Snakemake runs, not as cluster jobs
 localrules:
     importance_gather,

@@ -4,6 +4,7 @@ import fnmatch
 import json
 import shlex
 import sys
+import threading
 from pathlib import Path
 
 from snakemake.utils import validate
@@ -688,3 +689,15 @@ def ts_summary_inputs(wildcards):
 def ts_explorer_sources(dataset, model):
     path = ts_audit_path(dataset, model, "token_probability.parquet")
     return [{"path": path, "overlays": {"T&Š per-token p(ŷ)": "token_probs"}, "values": {}}]
+
+
+def stop_reevaluation_timers():
+    """Cancel the job scheduler's pending re-evaluation timers once the run is over.
+
+    Snakemake (9.27) arms a non-daemon `threading.Timer` of the `max-jobs-per-timespan` span after every scheduling
+    pass (`JobScheduler._schedule_reevalutation`); the interpreter waits for the last ones before it exits. With the
+    10-minute span of profiles/default that would keep a finished run alive for up to 10 minutes."""
+    for thread in threading.enumerate():
+        code = getattr(thread.function, "__code__", None) if isinstance(thread, threading.Timer) else None
+        if code is not None and code.co_filename.endswith("job_scheduler.py"):
+            thread.cancel()
