@@ -58,3 +58,34 @@ def test_token_budget_per_device():
     assert token_budget(budget, torch.device("cpu")) == 4096
     assert token_budget(budget, torch.device("cuda")) == 65536  # a GPU takes much larger batches
     assert token_budget(1000, torch.device("cuda")) == 1000 and token_budget(None, torch.device("cpu")) is None
+
+
+def test_a_chunk_without_batches_writes_an_empty_part_and_the_gather_is_unchanged(
+    planted_dataset, planted_model_dir, tmp_path
+):
+    """A small test split can have fewer batches than the config's chunks (a user corpus of 60 documents: 12 test
+    documents, one batch, two chunks): the empty chunk's job must write an empty part, not fail."""
+    import pandas as pd
+
+    from attnaudit.importance._stage import score
+    from attnaudit.io import gather_chunks
+    from attnaudit.saliency import faithfulness
+
+    dataset, model = str(planted_dataset / "dataset"), str(planted_model_dir)
+    fast = {"methods": ["attention"], "fractions": (0.1,), "variants": ("deletion",), "rankings": ("signed",)}
+    gathered = {}
+    for n_chunks in (1, 2):  # the 120 planted test documents are one batch of 256
+        parts = [tmp_path / f"{n_chunks}" / f"attention-{c}.parquet" for c in range(n_chunks)]
+        for c, part in enumerate(parts):
+            score(dataset, model, part, "attention", {}, batch_size=256, chunk=c, n_chunks=n_chunks)
+        attention = gather_chunks(parts, tmp_path / f"{n_chunks}" / "attention.parquet")
+        parts = [tmp_path / f"{n_chunks}" / f"faithfulness-{c}.parquet" for c in range(n_chunks)]
+        for c, part in enumerate(parts):
+            scores = [str(tmp_path / f"{n_chunks}" / "attention.parquet")]
+            faithfulness.run(dataset, model, scores, part, batch_size=256, chunk=c, n_chunks=n_chunks, **fast)
+        faithful = gather_chunks(parts, tmp_path / f"{n_chunks}" / "faithfulness.parquet")
+        gathered[n_chunks] = (attention.drop(columns="seconds"), faithful)
+    assert len(pd.read_parquet(tmp_path / "2" / "attention-0.parquet")) == 0  # the chunk without a batch
+    assert len(gathered[1][0]) == 120 and len(gathered[1][1]) == 120
+    for one, two in zip(gathered[1], gathered[2], strict=True):
+        pd.testing.assert_frame_equal(one, two)

@@ -102,7 +102,8 @@ def score(
     )
     if unsupported:
         log.warning("%s cannot explain %s: %s (scores are NaN)", method, model_dir, unsupported[0])
-    log.info("%s: %.1f s per 1,000 instances", method, 1000 * frame["seconds"].sum() / max(len(frame), 1))
+    if len(frame):  # a chunk can be empty when a small test split has fewer batches than chunks
+        log.info("%s: %.1f s per 1,000 instances", method, 1000 * frame["seconds"].sum() / len(frame))
     return frame
 
 

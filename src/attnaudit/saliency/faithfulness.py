@@ -260,7 +260,8 @@ def run(
         n_chunks=n_chunks,
         desc="faithfulness",
     )
-    summary = frame[(frame["ranking"] == rankings[0]) & (frame["variant"] == variants[0])]
-    summary = summary.groupby("method", sort=False)[["comprehensiveness", "sufficiency"]].mean()
-    log.info("faithfulness (AOPC, %s ranking, %s):\n%s", rankings[0], variants[0], summary.round(4).to_string())
+    if len(frame):  # a chunk can be empty when a small test split has fewer batches than chunks
+        summary = frame[(frame["ranking"] == rankings[0]) & (frame["variant"] == variants[0])]
+        summary = summary.groupby("method", sort=False)[["comprehensiveness", "sufficiency"]].mean()
+        log.info("faithfulness (AOPC, %s ranking, %s):\n%s", rankings[0], variants[0], summary.round(4).to_string())
     return frame
