@@ -23,6 +23,9 @@ include: "rules/cards.smk"
 include: "rules/explorer.smk"
 
 
+keep_freed_memory_in_jobs()
+
+
 onsuccess:
     stop_reevaluation_timers()
 

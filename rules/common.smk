@@ -2,6 +2,7 @@
 # named function here; the stage files only wire rules.
 import fnmatch
 import json
+import os
 import shlex
 import sys
 import threading
@@ -701,3 +702,23 @@ def stop_reevaluation_timers():
         code = getattr(thread.function, "__code__", None) if isinstance(thread, threading.Timer) else None
         if code is not None and code.co_filename.endswith("job_scheduler.py"):
             thread.cancel()
+
+
+# glibc's allocator hands every freed buffer above its mmap threshold (dynamic, ≤ 32 MiB) and the free top of its
+# heap back to the kernel, and the next batch faults the same memory in again: 240k-590k page faults per training
+# epoch. These values keep it: mmap only above 32 MiB, never trim below 16 GiB, grow the heap 64 MiB at a time.
+GLIBC_MALLOC_TUNABLES = ":".join(
+    [
+        "glibc.malloc.mmap_threshold=33554432",
+        "glibc.malloc.trim_threshold=17179869184",
+        "glibc.malloc.top_pad=67108864",
+    ]
+)
+
+
+def keep_freed_memory_in_jobs():
+    """Give every job (local, or Slurm, whose job steps parse this Snakefile again) glibc malloc tunables that keep
+    freed memory in the process (docs/performance.md, *glibc's allocator*). The variable is read when a process
+    starts, so it reaches the jobs, not this Snakemake process; a GLIBC_TUNABLES the user set is kept as it is, and
+    a C library other than glibc ignores it."""
+    os.environ.setdefault("GLIBC_TUNABLES", GLIBC_MALLOC_TUNABLES)

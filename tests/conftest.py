@@ -142,10 +142,13 @@ def planted_model_dir(planted_dataset) -> Path:
     return out
 
 
-def snakemake(workdir: Path, *args: str, config: Path, check: bool = True, timeout: int = 1800):
-    """``snakemake --directory workdir --configfile config --replace-workflow-config *args`` with the mirror."""
+def snakemake(
+    workdir: Path, *args: str, config: Path, check: bool = True, timeout: int = 1800, env: dict | None = None
+):
+    """``snakemake --directory workdir --configfile config --replace-workflow-config *args`` with the mirror, in
+    this process's environment or ``env``."""
     cmd = [*SNAKEMAKE, "--directory", str(workdir), "--configfile", str(config), "--replace-workflow-config", *args]
-    env = {**os.environ, "ATTNAUDIT_MIRROR": str(mirror_dir())}
+    env = {**(os.environ if env is None else env), "ATTNAUDIT_MIRROR": str(mirror_dir())}
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     if check and proc.returncode != 0:
         raise AssertionError(

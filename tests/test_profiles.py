@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import os
+import re
 
 import yaml
 from conftest import snakemake
@@ -20,8 +22,33 @@ def test_jobs_are_selected_once_per_finished_job_and_the_run_exits_at_once(tmp_p
     config["datasets"]["yours"] = copy.deepcopy(config["datasets"]["mine"]) | {"corpus": "yours"}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     targets = [f"results/embeddings/{name}/matrix.npy" for name in ("mine", "yours")]
-    run = snakemake(tmp_path, "--cores", "1", "--verbose", *targets, config=tmp_path / "config.yaml", timeout=120)
+    env = {name: value for name, value in os.environ.items() if name != "GLIBC_TUNABLES"}
+    run = snakemake(
+        tmp_path, "--cores", "1", "--verbose", *targets, config=tmp_path / "config.yaml", timeout=120, env=env
+    )
     finished = run.stderr.count("Finished jobid")
     selections = run.stderr.count("Ready jobs:")
     assert finished == 6, run.stderr[-3000:]  # a corpora, a tokenise and an embeddings job per corpus
     assert 1 <= selections <= finished + 1, f"{selections} job selections for {finished} jobs"
+
+
+def tunables_in_log(log):
+    """The GLIBC_TUNABLES a job's log says it ran with (its first line, written by the CLI), or None."""
+    found = re.search(r"GLIBC_TUNABLES=([^,\s]+)", log.read_text().splitlines()[0])
+    return found and found.group(1)
+
+
+def test_jobs_run_with_the_allocator_tunables_unless_the_user_set_their_own(tmp_path):
+    """The Snakefile gives every job glibc malloc tunables that keep freed memory (rules/common.smk); each job's log
+    names the GLIBC_TUNABLES it ran with. A value the user exported wins."""
+    config = user_config(write_corpus(tmp_path / "mine.csv", ["pos", "neg"] * 30))
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    target, log = "results/datasets/mine/vocab.json", tmp_path / "logs" / "tokenise" / "mine.log"
+    env = {name: value for name, value in os.environ.items() if name != "GLIBC_TUNABLES"}
+    snakemake(tmp_path, "--cores", "1", target, config=tmp_path / "config.yaml", env=env)
+    assert tunables_in_log(log), f"the job ran without GLIBC_TUNABLES: {log.read_text()[:300]}"
+    tunables = dict(item.split("=") for item in tunables_in_log(log).split(":"))
+    assert int(tunables["glibc.malloc.mmap_threshold"]) > 2**20 < int(tunables["glibc.malloc.trim_threshold"])
+    own = {**env, "GLIBC_TUNABLES": "glibc.malloc.arena_max=2"}
+    snakemake(tmp_path, "--cores", "1", target, "--forcerun", "tokenise", config=tmp_path / "config.yaml", env=own)
+    assert tunables_in_log(log) == "glibc.malloc.arena_max=2"

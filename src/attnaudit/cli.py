@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 
 from attnaudit import AttnauditError
@@ -39,6 +40,8 @@ ALIASES = {
     "tutek-snajder": "tutek_snajder",
     "ts": "tutek_snajder",
 }
+# environment variables that change how a job runs (not what it computes): written at the top of every job's log
+RUNTIME_VARIABLES = ("GLIBC_TUNABLES", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES")
 
 
 def stages_for(argv: list[str]) -> list[str]:
@@ -67,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    runtime = [f"{name}={os.environ[name]}" for name in RUNTIME_VARIABLES if name in os.environ]
+    logging.getLogger("attnaudit").info("%s; %s", args.command, ", ".join(runtime) or "no runtime variables set")
     try:
         args.func(args)
     except AttnauditError as err:  # a user-caused failure: the message names the file or key and the fix
