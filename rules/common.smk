@@ -705,8 +705,9 @@ def stop_reevaluation_timers():
 
 
 # glibc's allocator hands every freed buffer above its mmap threshold (dynamic, ≤ 32 MiB) and the free top of its
-# heap back to the kernel, and the next batch faults the same memory in again: 240k-590k page faults per training
-# epoch. These values keep it: mmap only above 32 MiB, never trim below 16 GiB, grow the heap 64 MiB at a time.
+# heap back to the kernel, and the next batch faults the same memory in again: 240k-590k page faults in a process
+# that trains one epoch. These values keep it: mmap only above 32 MiB, trim only above 16 GiB, grow the heap 64 MiB
+# at a time.
 GLIBC_MALLOC_TUNABLES = ":".join(
     [
         "glibc.malloc.mmap_threshold=33554432",

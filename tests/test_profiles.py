@@ -1,4 +1,5 @@
-"""The runtime settings of profiles/default, which Snakemake loads for every run from the repository."""
+"""The runtime settings every run from the repository gets: profiles/default (which Snakemake loads itself) and
+the environment the Snakefile gives its jobs."""
 
 from __future__ import annotations
 
@@ -22,10 +23,7 @@ def test_jobs_are_selected_once_per_finished_job_and_the_run_exits_at_once(tmp_p
     config["datasets"]["yours"] = copy.deepcopy(config["datasets"]["mine"]) | {"corpus": "yours"}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     targets = [f"results/embeddings/{name}/matrix.npy" for name in ("mine", "yours")]
-    env = {name: value for name, value in os.environ.items() if name != "GLIBC_TUNABLES"}
-    run = snakemake(
-        tmp_path, "--cores", "1", "--verbose", *targets, config=tmp_path / "config.yaml", timeout=120, env=env
-    )
+    run = snakemake(tmp_path, "--cores", "1", "--verbose", *targets, config=tmp_path / "config.yaml", timeout=120)
     finished = run.stderr.count("Finished jobid")
     selections = run.stderr.count("Ready jobs:")
     assert finished == 6, run.stderr[-3000:]  # a corpora, a tokenise and an embeddings job per corpus
