@@ -2,10 +2,14 @@
 and results independent of both (the plan is global and computations are per instance)."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from attnaudit.auditing import batch_plan, batch_tokens, chunk_of
 from attnaudit.data import Encoded
+from attnaudit.importance._stage import score
+from attnaudit.io import gather_chunks
+from attnaudit.saliency import faithfulness
 
 
 def encoded(lengths) -> Encoded:
@@ -65,12 +69,6 @@ def test_a_chunk_without_batches_writes_an_empty_part_and_the_gather_is_unchange
 ):
     """A small test split can have fewer batches than the config's chunks (a user corpus of 60 documents: 12 test
     documents, one batch, two chunks): the empty chunk's job must write an empty part, not fail."""
-    import pandas as pd
-
-    from attnaudit.importance._stage import score
-    from attnaudit.io import gather_chunks
-    from attnaudit.saliency import faithfulness
-
     dataset, model = str(planted_dataset / "dataset"), str(planted_model_dir)
     fast = {"methods": ["attention"], "fractions": (0.1,), "variants": ("deletion",), "rankings": ("signed",)}
     gathered = {}
