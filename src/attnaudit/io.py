@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from attnaudit import AttnauditError
@@ -155,6 +156,7 @@ def gather_chunks(paths: list[str | Path], out: str | Path, sort_by: list[str] |
     written atomically. Empty chunks (more chunks than batches) are skipped so they cannot change column dtypes.
     Lives here, not with the audits, so a gather job imports pandas only."""
     frames = [read_parquet(p) for p in paths]
+    check_chunk_rows(frames, paths)
     frames = [f for f in frames if len(f)] or frames[:1]
     frame = pd.concat(frames, ignore_index=True)
     keys = ["row", *(sort_by or [])] if "row" in frame.columns else (sort_by or [])
@@ -162,6 +164,27 @@ def gather_chunks(paths: list[str | Path], out: str | Path, sort_by: list[str] |
         frame = frame.sort_values(keys, kind="stable").reset_index(drop=True)
     write_parquet(out, frame)
     return frame
+
+
+def check_chunk_rows(frames: list[pd.DataFrame], paths: list) -> None:
+    """The chunks of one audit must hold disjoint instances that together are rows 0..N−1 of the audited split.
+    Parts written by different versions of the batch plan (a chunk job rerun after an upgrade changed how batches
+    are dealt to chunks) overlap or leave holes; gathering them would silently drop or duplicate instances."""
+    rows = [np.unique(f["row"].to_numpy()) if "row" in f.columns else np.array([], dtype=np.int64) for f in frames]
+    every = np.concatenate(rows) if rows else np.array([], dtype=np.int64)
+    owners = np.repeat(np.arange(len(rows)), [len(r) for r in rows])
+    order = np.argsort(every, kind="stable")
+    every, owners = every[order], owners[order]
+    twice = np.flatnonzero(every[1:] == every[:-1])
+    rerun = "they come from different runs of the audit; rerun every chunk (snakemake --forcerun <rule>)"
+    if len(twice):
+        first, second = paths[owners[twice[0]]], paths[owners[twice[0] + 1]]
+        raise AttnauditError(f"instance row {every[twice[0]]} is in both {first} and {second}: {rerun}")
+    holes = np.flatnonzero(every != np.arange(len(every)))
+    if len(holes):
+        raise AttnauditError(
+            f"no chunk of {', '.join(map(str, paths))} holds instance row {holes[0]} (rows 0..{every[-1]}): {rerun}"
+        )
 
 
 def add_batch_arguments(parser) -> None:
