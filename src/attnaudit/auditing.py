@@ -101,7 +101,7 @@ def chunk_of(plan: list[np.ndarray], chunk: int, n_chunks: int) -> list[np.ndarr
     chunks cost about the same whatever an audit's cost grows with — tokens (gradient, permutation) or tokens ×
     length (leave-one-out, quadratic up to its fading length): runs of batches cut at equal token counts left the
     longest documents, and a quadratic audit's slowest shard, to the last chunk (IMDB, 8 shards: leave-one-out
-    shards took 45–133 CPU s)."""
+    shards took 60–126 s wall that way, 88–104 s dealt; docs/performance.md)."""
     if not 0 <= chunk < n_chunks:
         raise AttnauditError(f"chunk {chunk} is outside 0..{n_chunks - 1}")
     turn = np.arange(len(plan)) % (2 * n_chunks)
