@@ -21,10 +21,15 @@ def encoded(lengths) -> Encoded:
     )
 
 
+def batch_widths(enc: Encoded, plan: list[np.ndarray]) -> np.ndarray:
+    """The longest row of each batch (its padded width)."""
+    lengths = np.array([len(s) for s in enc.sequences])
+    return np.array([max(1, int(lengths[rows].max())) for rows in plan])
+
+
 def batch_tokens(enc: Encoded, plan: list[np.ndarray]) -> np.ndarray:
     """Padded token positions of each batch (rows × longest row)."""
-    lengths = np.array([len(s) for s in enc.sequences])
-    return np.array([len(rows) * max(1, int(lengths[rows].max())) for rows in plan])
+    return np.array([len(rows) for rows in plan]) * batch_widths(enc, plan)
 
 
 LENGTHS = np.random.default_rng(0).integers(3, 400, size=500).tolist() + [20_000]
@@ -58,9 +63,8 @@ def test_chunks_partition_the_plan_and_cost_about_the_same_for_linear_and_quadra
     dealt = [[order[id(batch)] for batch in chunk] for chunk in chunks]
     assert sorted(i for chunk in dealt for i in chunk) == list(range(len(plan)))
     assert all(chunk == sorted(chunk) for chunk in dealt)
-    widths = np.array([len(batch) and max(len(enc.sequences[i]) for i in batch) for batch in plan])
     tokens = batch_tokens(enc, plan)
-    for cost in (tokens, tokens * widths):  # linear; quadratic in length
+    for cost in (tokens, tokens * batch_widths(enc, plan)):  # linear; quadratic in length
         loads = [sum(cost[i] for i in chunk) for chunk in dealt]
         assert max(loads) <= cost.sum() / n_chunks + cost.max()
     with pytest.raises(AttnauditError, match="outside 0..7"):
