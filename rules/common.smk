@@ -3,6 +3,7 @@
 import fnmatch
 import json
 import os
+import re
 import shlex
 import sys
 import threading
@@ -14,7 +15,7 @@ from attnaudit.corpora.registry import get_spec
 from attnaudit.explorer.plan import expand_plan
 from attnaudit.io import sha256_file
 from attnaudit.importance.options import check_options
-from attnaudit.modelsheet import MODEL_WILDCARD, sheet
+from attnaudit.modelsheet import MODEL_WILDCARD, final_epoch_sources, sheet
 from attnaudit.tokenise.tokenisation import check_user_dataset
 
 validate(config, "../schemas/config.schema.yaml")
@@ -166,6 +167,45 @@ def train_spec(dataset, model):
 
 def model_dir(dataset, model):
     return f"results/models/{dataset}/{model}"
+
+
+# one training run, two selection rules: {dataset: {selection: last model: the model whose run it is}}
+FINAL_EPOCH_SOURCES = {
+    dataset: final_epoch_sources({model: train_spec(dataset, model) for model in model_ids(dataset)})
+    for dataset in DATASETS
+}
+
+
+def models_read_off_a_run():
+    """``selection: last`` models read off another model's run (attnaudit.modelsheet.final_epoch_sources). A rule's
+    wildcard constraint cannot tell datasets apart, so an id that is read off a run in one dataset but must be
+    trained in another is trained in both."""
+    derived = {model for sources in FINAL_EPOCH_SOURCES.values() for model in sources}
+    return {
+        model
+        for model in derived
+        if all(model in FINAL_EPOCH_SOURCES[dataset] for dataset in DATASETS if model in SHEETS[dataset])
+    }
+
+
+def runs_with_final_epoch():
+    """The models whose training job also saves its final epoch, for the models read off their run."""
+    derived = models_read_off_a_run()
+    return {run for sources in FINAL_EPOCH_SOURCES.values() for model, run in sources.items() if model in derived}
+
+
+def alternatives(names):
+    """A wildcard constraint that matches exactly ``names`` (none: a pattern that matches nothing)."""
+    return "|".join(re.escape(name) for name in sorted(names)) or "(?!)"
+
+
+def final_epoch_of_run(wildcards):
+    run = FINAL_EPOCH_SOURCES[wildcards.dataset][wildcards.model]
+    return f"{model_dir(wildcards.dataset, run)}/final_epoch.pt"
+
+
+def final_epoch_arg(wildcards, output):
+    return f"--final-epoch {shlex.quote(output.final_epoch)}" if "final_epoch" in output.keys() else ""
 
 
 def teacher_predictions(wildcards):

@@ -44,6 +44,37 @@ def test_valid_minimal_config_dry_runs(tmp_path):
     assert "train" in proc.stdout
 
 
+def planned_models(stdout: str) -> dict[str, set[str]]:
+    """``{rule: {dataset/model}}`` of the model jobs a dry run plans."""
+    planned: dict[str, set[str]] = {}
+    for block in stdout.split("\nrule ")[1:]:
+        rule, _, rest = block.partition(":")
+        outputs = next((line for line in rest.splitlines() if line.strip().startswith("output:")), "")
+        if "results/models/" in outputs and "/model.pt" in outputs:
+            planned.setdefault(rule, set()).add(outputs.split("results/models/")[1].split("/model.pt")[0])
+    return planned
+
+
+def test_a_last_epoch_model_is_read_off_its_best_epoch_twins_run(tmp_path):
+    """``lstm-additive-last-s0`` differs from J&W's ``lstm-additive-base-s0`` only in the selection rule: one job
+    trains the run and keeps its final epoch, another reads the model off it. In a dataset where the base model
+    stops early (patience), the same id is a run of its own, so it is trained in every dataset."""
+    last = {"lstm-additive-last": {"selection": "last"}}
+    planted = {"corpus": "planted", "grid": {"encoders": ["lstm"], "attentions": ["additive"]}, "models": last}
+    proc = dry_run(tmp_path, {"datasets": {"planted": planted}})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert planned_models(proc.stdout) == {
+        "train_keeping_final_epoch": {"planted/lstm-additive-base-s0"},
+        "read_off_final_epoch": {"planted/lstm-additive-last-s0"},
+    }
+    patient = {**planted, "train": {"patience": 2}}
+    proc = dry_run(tmp_path, {"datasets": {"planted": planted, "patient": patient}})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert planned_models(proc.stdout) == {
+        "train": {f"{d}/lstm-additive-{v}-s0" for d in ("planted", "patient") for v in ("base", "last")}
+    }
+
+
 def test_grid_blocks_are_united(tmp_path):
     """A list of grid blocks trains the union of their products, each model once."""
     grid = [

@@ -12,7 +12,7 @@ import torch
 from conftest import MARKERS, VOCAB, tiny_batch, tiny_model
 
 from attnaudit import AttnauditError
-from attnaudit.modelsheet import parse_model_id, sheet
+from attnaudit.modelsheet import final_epoch_sources, parse_model_id, sheet
 from attnaudit.objectives import TrainingContext, term_names, terms_for
 from attnaudit.objectives.imitate import attention_kl
 from attnaudit.objectives.mlm import mlm_corrupt
@@ -241,6 +241,30 @@ def test_grid_and_sheet_expand_to_readable_ids():
     assert models["lstm-adv1-s0"]["teacher"] == "lstm-additive-base-s1"  # a model id: that model
     assert models["lstm-additive-tying20-s1"] | {} == {**models["lstm-additive-tying20-s1"], "seed": 1}
     assert parse_model_id("lstm-additive-mlm0.1-s12") == {"variant": "lstm-additive-mlm0.1", "seed": 12}
+
+
+def test_last_epoch_models_are_read_off_the_run_with_the_same_training_fields():
+    """A ``selection: last`` model is another model's run when only the selection fields (and the name) differ and
+    that run goes through every epoch; any other field, a missing seed or a twin that stops early means a run of
+    its own."""
+    entry = {
+        "corpus": "sst",
+        "grid": {"encoders": ["lstm"], "attentions": ["additive"], "seeds": [0, 1]},
+        "models": {
+            "lstm-additive-last": {"selection": "last", "seeds": [0, 1, 2]},  # s2: no best-epoch run
+            "lstm-auc-last": {"selection": "last", "selection_metric": "roc_auc"},
+            "lstm-fast": {"lr": 0.01, "patience": 2},  # stops early: its final epoch is not the eighth
+            "lstm-fast-last": {"selection": "last", "lr": 0.01},
+            "lstm-slow-last": {"selection": "last", "lr": 0.0001},  # no twin
+            "lstm-patient-last": {"patience": 2, "selection": "last"},  # patience does not apply to "last"
+        },
+    }
+    assert final_epoch_sources(sheet("sst", entry)) == {
+        "lstm-additive-last-s0": "lstm-additive-base-s0",
+        "lstm-additive-last-s1": "lstm-additive-base-s1",
+        "lstm-auc-last-s0": "lstm-additive-base-s0",
+        "lstm-patient-last-s0": "lstm-additive-base-s0",
+    }
 
 
 @pytest.mark.parametrize(

@@ -4,9 +4,12 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+import yaml
+from conftest import snakemake
 
 from attnaudit import AttnauditError
-from attnaudit.train import classification_metrics, run, train_model
+from attnaudit.models import load_model
+from attnaudit.train import classification_metrics, read_off_final_epoch, run, train_model
 
 
 def test_planted_model_learns_the_markers(planted_model_dir):
@@ -106,3 +109,89 @@ def test_long_documents_are_batched_within_the_token_budget():
     assert max(b.tokens.numel() for _, b in plain) > 2000 * 10
     unchanged = list(iterate_batches(data, 32, shuffle=True, seed=1, max_tokens=10**9))
     assert all(np.array_equal(a, b) for (a, _), (b, _) in zip(unchanged, plain))
+
+
+@pytest.mark.parametrize("encoder", ["lstm", "mlp-guided"])
+def test_a_last_epoch_model_read_off_a_best_epoch_run_is_the_model_trained_with_selection_last(
+    planted_dataset, planted_model_dir, tmp_path, encoder
+):
+    """One run, two selection rules: the final epoch saved by a ``selection: best`` run, read off as the
+    ``selection: last`` model, equals that model trained on its own (weights, predictions, metrics)."""
+    dataset_dir, matrix = str(planted_dataset / "dataset"), str(planted_dataset / "embeddings" / "matrix.npy")
+    spec = {"encoder": "lstm", "attention": "additive", "epochs": 3, "lstm_hidden": 8, "lr": 0.01, "seed": 2}
+    guide = None
+    if encoder == "mlp-guided":  # the guide's attention travels with the saved epoch
+        spec = {"encoder": "mlp", "attention": "guided", "epochs": 3, "lr": 0.01, "seed": 2}
+        guide = str(planted_model_dir / "predictions.parquet")
+    final_epoch = str(tmp_path / "final_epoch.pt")
+    best = {**spec, "variant": "run-best", "selection": "best"}
+    last = {**spec, "variant": "run-last", "selection": "last"}
+    best_model, best_metrics, _ = train_model(
+        dataset_dir, matrix, best, progress=False, guide_predictions=guide, final_epoch=final_epoch
+    )
+    trained, trained_metrics, trained_predictions = train_model(
+        dataset_dir, matrix, last, progress=False, guide_predictions=guide
+    )
+    read, read_metrics, read_predictions = read_off_final_epoch(dataset_dir, final_epoch, last)
+
+    for (name, a), b in zip(trained.state_dict().items(), read.state_dict().values(), strict=True):
+        assert torch.equal(a, b), name
+    pd.testing.assert_frame_equal(trained_predictions, read_predictions)
+    for key in ("history", "selected_epoch", "dev", "test", "model"):
+        assert trained_metrics[key] == read_metrics[key], key
+    assert read_metrics["final_epoch_of"] == "run-best-s2" and read_metrics["selected_epoch"] == 2
+    assert best_metrics["history"] == read_metrics["history"]
+    # the run's best epoch is another one: the file holds the final epoch, not the selected model
+    assert best_metrics["selected_epoch"] != 2
+    assert not all(torch.equal(a, b) for a, b in zip(best_model.state_dict().values(), read.state_dict().values()))
+
+    with pytest.raises(AttnauditError, match="differ in lr"):
+        read_off_final_epoch(dataset_dir, final_epoch, {**last, "lr": 0.002})
+    with pytest.raises(AttnauditError, match="selection 'best'"):
+        read_off_final_epoch(dataset_dir, final_epoch, best)
+
+
+def test_a_run_stopped_early_is_not_read_off_as_a_last_epoch_model(planted_dataset, tmp_path):
+    dataset_dir, matrix = str(planted_dataset / "dataset"), str(planted_dataset / "embeddings" / "matrix.npy")
+    spec = {"encoder": "average", "epochs": 4, "seed": 0, "variant": "stopped"}
+    final_epoch = str(tmp_path / "final_epoch.pt")
+    # selected on a dev score that never improves (the number of dev instances): patience 1 stops after epoch 1
+    metrics = train_model(
+        dataset_dir, matrix, {**spec, "patience": 1, "selection_metric": "n"}, progress=False, final_epoch=final_epoch
+    )[1]
+    assert len(metrics["history"]) == 2
+    with pytest.raises(AttnauditError, match="2 of 4 epochs"):
+        read_off_final_epoch(dataset_dir, final_epoch, {**spec, "selection": "last"})
+
+
+def test_the_workflow_trains_one_run_for_a_best_and_a_last_epoch_model(tmp_path):
+    """Through Snakemake: the best-epoch model's job keeps its final epoch, the last-epoch model's job reads it off
+    (no training: its log says so), and a second run has nothing to do."""
+    cfg = {
+        "datasets": {
+            "planted": {
+                "corpus": "planted",
+                "embeddings": {"dim": 16, "epochs": 2},
+                "grid": {"encoders": ["average"], "attentions": ["additive"]},
+                "models": {"average-additive-last": {"encoder": "average", "selection": "last"}},
+                "train": {"epochs": 3},
+            }
+        },
+        "corpora": {"options": {"planted": {"n_examples": 400}}},
+    }
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(cfg))
+    models = tmp_path / "results/models/planted"
+    targets = [f"results/models/planted/average-additive-{v}-s0/metrics.json" for v in ("base", "last")]
+    snakemake(tmp_path, "--cores", "2", *targets, config=config)
+    best = json.loads((models / "average-additive-base-s0/metrics.json").read_text())
+    last = json.loads((models / "average-additive-last-s0/metrics.json").read_text())
+    assert last["history"] == best["history"] and last["selected_epoch"] == 2
+    assert last["final_epoch_of"] == "average-additive-base-s0" and last["model"]["selection"] == "last"
+    final = torch.load(models / "average-additive-base-s0/final_epoch.pt", weights_only=False)
+    read = load_model(models / "average-additive-last-s0/model.pt")
+    for name, value in read.state_dict().items():
+        assert torch.equal(value, final["state_dict"][name]), name
+    log = (tmp_path / "logs/read_off_final_epoch/planted/average-additive-last-s0.log").read_text()
+    assert "epoch 0" not in log
+    assert "Nothing to be done" in snakemake(tmp_path, "-n", *targets, config=config).stdout

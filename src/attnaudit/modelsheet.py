@@ -14,6 +14,7 @@ the teacher's model with the student's seed). Teachers are always of the same da
 
 from __future__ import annotations
 
+import json
 import re
 from itertools import product
 
@@ -29,6 +30,8 @@ OBJECTIVES = ("classify", "imitate")
 GRID_DEFAULTS = {"encoders": ["lstm", "cnn", "average"], "attentions": ["additive", "dot"], "seeds": [0]}
 #: what a variant is unless its fields say otherwise (J&W's BiLSTM with additive attention, classification)
 VARIANT_DEFAULTS = {"encoder": "lstm", "attention": "additive", "regulariser": "base", "objective": "classify"}
+#: fields that choose an epoch of a training run or name its model, not how it trains (if no ``patience`` stops it)
+SELECTION_FIELDS = ("variant", "selection", "selection_metric", "patience")
 #: regularisers that compare or add h_t and e_t, so 2·lstm_hidden (the encoder output) must equal the embedding
 SAME_SIZE = ("residual", "tying", "mlm")
 
@@ -180,3 +183,24 @@ def check_acyclic(where: str, models: dict[str, dict]) -> None:
 
     for model_id in models:
         visit(model_id, [])
+
+
+def final_epoch_sources(specs: dict[str, dict]) -> dict[str, str]:
+    """``{model: run}``: every ``selection: last`` model whose training run is another model's — the same training
+    fields (``specs``: model id → every hyper-parameter) but for :data:`SELECTION_FIELDS`, that model selected by
+    ``best`` over all its epochs (no ``patience``). Training is deterministic and choosing an epoch draws no random
+    numbers, so that run's final epoch is this model: its job saves it and this model is read off it instead of
+    being trained again (J&W Table 2's τ under the best-epoch and the last-epoch rule from one run each)."""
+
+    def run_of(spec: dict) -> str:
+        return json.dumps({k: v for k, v in spec.items() if k not in SELECTION_FIELDS}, sort_keys=True)
+
+    runs: dict[str, str] = {}
+    for model, spec in specs.items():
+        if spec.get("selection", "best") == "best" and not spec.get("patience"):
+            runs.setdefault(run_of(spec), model)
+    return {
+        model: runs[run_of(spec)]
+        for model, spec in specs.items()
+        if spec.get("selection") == "last" and run_of(spec) in runs
+    }

@@ -7,6 +7,11 @@ frozen embeddings (``freeze_embeddings``, W&P), model selection on dev (by dev m
 default; J&W's code saved on dev ROC-AUC — ``selection_metric: roc_auc`` — and ``selection: last`` keeps the final
 epoch; an ``imitate`` model is selected on its dev objective, as W&P keep the best loss). Each term's mean is
 logged per epoch; a NaN stops training naming the term, epoch and batch.
+
+One run, two selection rules: a job can also save the run's final epoch (``final_epoch``), and a ``selection:
+last`` model whose fields are otherwise those of a ``selection: best`` model is read off that file
+(:func:`read_off_final_epoch`) instead of being trained again. Training is deterministic and choosing the epoch
+draws no random numbers, so the result is the model a separate run would give (J&W Table 2's τ under both rules).
 """
 
 from __future__ import annotations
@@ -25,11 +30,12 @@ from tqdm import tqdm
 
 from attnaudit import AttnauditError
 from attnaudit.data import Encoded, encode_split, iterate_batches, load_examples
-from attnaudit.io import write_json, write_parquet
+from attnaudit.io import load_torch, write_json, write_parquet
 from attnaudit.masks import marker_ids
-from attnaudit.models import AttentionClassifier, ModelConfig, pick_device, save_model
+from attnaudit.models import AttentionClassifier, ModelConfig, load_model, pick_device, save_model
 from attnaudit.models.config import config_fields
 from attnaudit.models.qa import build_qa_model
+from attnaudit.modelsheet import SELECTION_FIELDS
 from attnaudit.objectives import TrainingContext, terms_for
 from attnaudit.specials import SPECIALS
 from attnaudit.train.teachers import attach_guides, attach_teacher
@@ -182,7 +188,10 @@ def train_model(
     progress: bool = True,
     guide_predictions: str | None = None,
     teacher_predictions: str | None = None,
+    final_epoch: str | None = None,
 ) -> tuple[AttentionClassifier, dict, pd.DataFrame]:
+    """Train one model and evaluate it on every split; with ``final_epoch``, also save the run's final epoch
+    there (with its spec and history) for a ``selection: last`` model to be read off."""
     spec = {**DEFAULTS, **spec}
     started = time.time()
     torch.set_num_threads(max(1, threads))
@@ -263,11 +272,19 @@ def train_model(
         if spec["patience"] and spec["selection"] == "best" and epoch - best_epoch >= spec["patience"]:
             log.info("no better dev score for %d epochs: stopping after epoch %d", spec["patience"], epoch)
             break
-    model.load_state_dict(best_state)
-    model.eval()
     model.guides = guides
-
+    if final_epoch:
+        save_model(final_epoch, model, {"spec": spec, "history": history, **({"guides": guides} if guides else {})})
+    model.load_state_dict(best_state)
     metrics: dict = {"model": spec, "selected_epoch": best_epoch, "history": history}
+    predictions = evaluate_splits(model, splits, spec, device, metrics)
+    metrics["provenance"] = provenance(device, threads, spec["seed"], time.time() - started)
+    return model, metrics, predictions
+
+
+def evaluate_splits(model, splits: dict[str, Encoded], spec: dict, device, metrics: dict) -> pd.DataFrame:
+    """Predictions and attention on every split (one frame); dev and test metrics go into ``metrics``."""
+    model.eval()
     frames = []
     for name, data in splits.items():
         probs, attention = predict(model, data, spec["eval_batch_size"], device, spec["max_batch_tokens"])
@@ -285,8 +302,45 @@ def train_model(
                 }
             )
         )
+    return pd.concat(frames, ignore_index=True)
+
+
+def read_off_final_epoch(
+    dataset_dir: str, final_epoch: str, spec: dict, threads: int = 1
+) -> tuple[AttentionClassifier, dict, pd.DataFrame]:
+    """The ``selection: last`` model of a run another job trained and saved (``train_model(final_epoch=…)``):
+    its final epoch, evaluated like a trained model. The run's fields must be this model's but for
+    :data:`SELECTION_FIELDS`, and the run must have gone through every epoch."""
+    spec = {**DEFAULTS, **spec}
+    started = time.time()
+    torch.set_num_threads(max(1, threads))
+    device = pick_device()
+    payload = load_torch(final_epoch, map_location="cpu")
+    run_spec, history = payload["spec"], payload["history"]
+    differing = sorted(
+        key for key in {*spec, *run_spec} if key not in SELECTION_FIELDS and spec.get(key) != run_spec.get(key)
+    )
+    if spec["selection"] != "last" or differing or len(history) != spec["epochs"]:
+        raise AttnauditError(
+            f"{final_epoch} is not this model's training run: it is variant {run_spec.get('variant')!r} "
+            f"({len(history)} of {run_spec.get('epochs')} epochs), this is {spec.get('variant')!r} with selection "
+            f"{spec['selection']!r}" + (f"; they differ in {', '.join(differing)}" if differing else "")
+        )
+    model = load_model(final_epoch, device)
+    examples, vocab = load_examples(dataset_dir)
+    splits = {s: encode_split(examples, vocab, s) for s in ("train", "dev", "test")}
+    if model.guides is not None:
+        for data in splits.values():
+            data.guides = [model.guides[i] for i in data.ids]
+    metrics: dict = {
+        "model": spec,
+        "selected_epoch": len(history) - 1,
+        "history": history,
+        "final_epoch_of": f"{run_spec['variant']}-s{run_spec['seed']}",
+    }
+    predictions = evaluate_splits(model, splits, spec, device, metrics)
     metrics["provenance"] = provenance(device, threads, spec["seed"], time.time() - started)
-    return model, metrics, pd.concat(frames, ignore_index=True)
+    return model, metrics, predictions
 
 
 def provenance(device, threads: int, seed: int, seconds: float) -> dict:
@@ -307,21 +361,30 @@ def provenance(device, threads: int, seed: int, seconds: float) -> dict:
 
 def run(
     dataset_dir: str,
-    embeddings: str,
+    embeddings: str | None,
     out_dir: str,
     spec: dict,
     threads: int,
     guide_predictions=None,
     teacher_predictions=None,
+    final_epoch: str | None = None,
+    from_final_epoch: str | None = None,
 ) -> dict:
-    model, metrics, predictions = train_model(
-        dataset_dir,
-        embeddings,
-        spec,
-        threads,
-        guide_predictions=guide_predictions,
-        teacher_predictions=teacher_predictions,
-    )
+    """Train (or, ``from_final_epoch``, read off another job's run) and write model.pt, predictions, metrics."""
+    if from_final_epoch:
+        model, metrics, predictions = read_off_final_epoch(dataset_dir, from_final_epoch, spec, threads)
+    elif not embeddings:
+        raise AttnauditError("train: give --embeddings (the matrix.npy of the dataset), or --from-final-epoch")
+    else:
+        model, metrics, predictions = train_model(
+            dataset_dir,
+            embeddings,
+            spec,
+            threads,
+            guide_predictions=guide_predictions,
+            teacher_predictions=teacher_predictions,
+            final_epoch=final_epoch,
+        )
     out = Path(out_dir)
     extra = {"spec": {**DEFAULTS, **spec}}
     if model.guides is not None:
