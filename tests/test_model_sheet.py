@@ -43,7 +43,7 @@ def test_tying_loss_is_delta_times_mean_squared_distance():
         for t in range(int(batch.lengths[b])):
             expected += float(((out.hidden[b, t] - out.embedded[b, t]) ** 2).sum().detach())
     expected = 20.0 * expected / int(batch.mask.sum())
-    assert float(term.loss(model, batch, out)) == pytest.approx(expected, rel=1e-5)
+    assert term.loss(model, batch, out).item() == pytest.approx(expected, rel=1e-5)
 
 
 def test_tying_and_mlm_refuse_hidden_states_of_another_size():
