@@ -470,3 +470,45 @@ def test_pipeline_on_slurm_matches_local(slurm_cluster, tmp_path, say, request):
         )
 
     assert_rerun_submits_nothing(slurm_cmd, REPO, env, tmp_path / "slurm-rerun.log")
+
+
+def test_last_epoch_model_is_read_off_its_twins_run_on_slurm(slurm_cluster, tmp_path, say):
+    """The two jobs of one run and two selection rules (rules/train.smk) as Slurm jobs with their profile
+    resources: the twin trains like ``train`` (GPU, 16 GB), the last-epoch model is read off on one CPU."""
+    cfg = {
+        "datasets": {
+            "planted": {
+                "corpus": "planted",
+                "embeddings": {"dim": 16, "epochs": 2},
+                "grid": {"encoders": ["average"], "attentions": ["additive"]},
+                "models": {"average-additive-last": {"encoder": "average", "selection": "last"}},
+                "train": {"epochs": 3},
+            }
+        },
+        "corpora": {"options": {"planted": {"n_examples": 400}}},
+    }
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
+    models = tmp_path / "results/models/planted"
+    cmd = [
+        *SNAKEMAKE,
+        "--profile",
+        "profiles/slurm",
+        "--configfile",
+        str(tmp_path / "config.yaml"),
+        "--replace-workflow-config",
+        "--directory",
+        str(tmp_path),
+        *slurm_overrides(slurm_cluster, [PROFILE, REPO / "profiles" / "default"]),
+        *(f"results/models/planted/average-additive-{v}-s0/metrics.json" for v in ("base", "last")),
+    ]
+    env = job_env()
+    output = run_snakemake(cmd, REPO, env, TOY_TIMEOUT, tmp_path / "run.log")
+    run_id, submitted, rows = slurm_jobs_of(output)
+    assert_all_completed(submitted, rows)
+    by_rule = {r["rule"]: r for r in rows}
+    assert {"train_keeping_final_epoch", "read_off_final_epoch"} <= set(by_rule) and "train" not in by_rule, rows
+    assert asks_gpu(by_rule["train_keeping_final_epoch"]) and not asks_gpu(by_rule["read_off_final_epoch"])
+    last = json.loads((models / "average-additive-last-s0/metrics.json").read_text())
+    assert last["final_epoch_of"] == "average-additive-base-s0"
+    assert_rerun_submits_nothing(cmd, REPO, env, tmp_path / "rerun.log")
+    say(f"one run, two selection rules via Slurm; sacct of run {run_id}:\n{sacct_table(rows)}")
