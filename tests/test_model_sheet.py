@@ -89,7 +89,7 @@ def test_mlm_loss_is_cross_entropy_through_the_frozen_tied_decoder():
     hidden = model.encode(model.embedding(corrupted), batch.mask)
     logits = hidden[selected] @ model.embedding.weight.T
     expected = 0.5 * torch.nn.functional.cross_entropy(logits, batch.tokens[selected])
-    assert float(loss) == pytest.approx(float(expected), rel=1e-5)
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-5)
     model.zero_grad()
     hidden_only = term.loss(model, batch, model(batch))
     hidden_only.backward()
