@@ -142,6 +142,23 @@ def planted_model_dir(planted_dataset) -> Path:
     return out
 
 
+def last_epoch_pair_config() -> dict:
+    """A small planted experiment whose average-encoder model has a ``selection: last`` twin: one training run,
+    two models (rules/train.smk)."""
+    return {
+        "datasets": {
+            "planted": {
+                "corpus": "planted",
+                "embeddings": {"dim": 16, "epochs": 2},
+                "grid": {"encoders": ["average"], "attentions": ["additive"]},
+                "models": {"average-additive-last": {"encoder": "average", "selection": "last"}},
+                "train": {"epochs": 3},
+            }
+        },
+        "corpora": {"options": {"planted": {"n_examples": 400}}},
+    }
+
+
 def snakemake(
     workdir: Path, *args: str, config: Path, check: bool = True, timeout: int = 1800, env: dict | None = None
 ):

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-from conftest import snakemake
+from conftest import last_epoch_pair_config, snakemake
 
 from attnaudit import AttnauditError
 from attnaudit.models import load_model
@@ -167,20 +167,8 @@ def test_a_run_stopped_early_is_not_read_off_as_a_last_epoch_model(planted_datas
 def test_the_workflow_trains_one_run_for_a_best_and_a_last_epoch_model(tmp_path):
     """Through Snakemake: the best-epoch model's job keeps its final epoch, the last-epoch model's job reads it off
     (no training: its log says so), and a second run has nothing to do."""
-    cfg = {
-        "datasets": {
-            "planted": {
-                "corpus": "planted",
-                "embeddings": {"dim": 16, "epochs": 2},
-                "grid": {"encoders": ["average"], "attentions": ["additive"]},
-                "models": {"average-additive-last": {"encoder": "average", "selection": "last"}},
-                "train": {"epochs": 3},
-            }
-        },
-        "corpora": {"options": {"planted": {"n_examples": 400}}},
-    }
     config = tmp_path / "config.yaml"
-    config.write_text(yaml.safe_dump(cfg))
+    config.write_text(yaml.safe_dump(last_epoch_pair_config()))
     models = tmp_path / "results/models/planted"
     targets = [f"results/models/planted/average-additive-{v}-s0/metrics.json" for v in ("base", "last")]
     snakemake(tmp_path, "--cores", "2", *targets, config=config)

@@ -22,6 +22,7 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 import yaml
+from conftest import last_epoch_pair_config
 
 from . import slurm
 
@@ -475,19 +476,7 @@ def test_pipeline_on_slurm_matches_local(slurm_cluster, tmp_path, say, request):
 def test_last_epoch_model_is_read_off_its_twins_run_on_slurm(slurm_cluster, tmp_path, say):
     """The two jobs of one run and two selection rules (rules/train.smk) as Slurm jobs with their profile
     resources: the twin trains like ``train`` (GPU, 16 GB), the last-epoch model is read off on one CPU."""
-    cfg = {
-        "datasets": {
-            "planted": {
-                "corpus": "planted",
-                "embeddings": {"dim": 16, "epochs": 2},
-                "grid": {"encoders": ["average"], "attentions": ["additive"]},
-                "models": {"average-additive-last": {"encoder": "average", "selection": "last"}},
-                "train": {"epochs": 3},
-            }
-        },
-        "corpora": {"options": {"planted": {"n_examples": 400}}},
-    }
-    (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(last_epoch_pair_config()))
     models = tmp_path / "results/models/planted"
     cmd = [
         *SNAKEMAKE,
