@@ -25,7 +25,7 @@ from tqdm import tqdm
 from attnaudit import AttnauditError
 from attnaudit.data import Encoded, encode_split, load_examples
 from attnaudit.io import write_parquet
-from attnaudit.models import AttentionClassifier, Batch, load_model, pick_device
+from attnaudit.models import AttentionClassifier, Batch, attach_saved_guides, load_model, pick_device
 
 log = logging.getLogger(__name__)
 
@@ -51,14 +51,7 @@ def load_audit_inputs(
     model = load_model(Path(model_dir) / "model.pt", device)
     model.requires_grad_(False)  # audits differentiate with respect to inputs only: no weight gradients are computed
     encoded = encode_split(rows, vocab, None)
-    if model.guides is not None:  # a guided model (W&P §3.4) carries the guide of every instance it was trained on
-        missing = [i for i in encoded.ids if i not in model.guides]
-        if missing:
-            raise AttnauditError(
-                f"{model_dir}/model.pt has no guide attention for instances {missing[:3]}: it was "
-                f"trained on another version of {dataset_dir}; retrain it"
-            )
-        encoded.guides = [model.guides[i] for i in encoded.ids]
+    attach_saved_guides(model, encoded, Path(model_dir) / "model.pt")
     return AuditInputs(model, rows, encoded, vocab, device)
 
 

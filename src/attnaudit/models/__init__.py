@@ -7,6 +7,7 @@ from dataclasses import asdict
 
 import torch
 
+from attnaudit import AttnauditError
 from attnaudit.models.attention import masked_softmax, uniform_attention
 from attnaudit.models.batch import Batch, ModelOutput
 from attnaudit.models.classifier import AttentionClassifier
@@ -22,6 +23,7 @@ __all__ = [
     "LSTMEncoder",
     "ModelConfig",
     "ModelOutput",
+    "attach_saved_guides",
     "load_model",
     "masked_softmax",
     "pick_device",
@@ -31,11 +33,15 @@ __all__ = [
 
 
 def save_model(path, model: AttentionClassifier, extra: dict | None = None) -> None:
-    """Save weights + hyper-parameters atomically: ``model.pt`` is self-describing."""
+    """Save weights + hyper-parameters atomically: ``model.pt`` is self-describing (a guided model's guides
+    included, :func:`attach_saved_guides`)."""
     from attnaudit.io import atomic_path
 
+    payload = {"config": asdict(model.cfg), "state_dict": model.state_dict(), **(extra or {})}
+    if getattr(model, "guides", None) is not None:
+        payload["guides"] = model.guides
     with atomic_path(path) as tmp:
-        torch.save({"config": asdict(model.cfg), "state_dict": model.state_dict(), **(extra or {})}, tmp)
+        torch.save(payload, tmp)
 
 
 def load_model(path, device: torch.device | str = "cpu") -> AttentionClassifier:
@@ -52,6 +58,20 @@ def load_model(path, device: torch.device | str = "cpu") -> AttentionClassifier:
     model.load_state_dict(payload["state_dict"])
     model.guides = payload.get("guides")
     return model.to(device).eval()
+
+
+def attach_saved_guides(model: AttentionClassifier, encoded, where) -> None:
+    """Give ``encoded``'s instances the guide attention a guided model (W&P §3.4) was saved with; nothing for
+    other models. Every instance must be among those it was trained on (``where`` names the model file)."""
+    if model.guides is None:
+        return
+    missing = [i for i in encoded.ids if i not in model.guides]
+    if missing:
+        raise AttnauditError(
+            f"{where} has no guide attention for instances {missing[:3]}: it was trained on another version of "
+            "this dataset; retrain it"
+        )
+    encoded.guides = [model.guides[i] for i in encoded.ids]
 
 
 def pick_device() -> torch.device:

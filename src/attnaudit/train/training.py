@@ -32,7 +32,14 @@ from attnaudit import AttnauditError
 from attnaudit.data import Encoded, encode_split, iterate_batches, load_examples
 from attnaudit.io import load_torch, write_json, write_parquet
 from attnaudit.masks import marker_ids
-from attnaudit.models import AttentionClassifier, ModelConfig, load_model, pick_device, save_model
+from attnaudit.models import (
+    AttentionClassifier,
+    ModelConfig,
+    attach_saved_guides,
+    load_model,
+    pick_device,
+    save_model,
+)
 from attnaudit.models.config import config_fields
 from attnaudit.models.qa import build_qa_model
 from attnaudit.modelsheet import SELECTION_FIELDS
@@ -274,7 +281,7 @@ def train_model(
             break
     model.guides = guides
     if final_epoch:
-        save_model(final_epoch, model, {"spec": spec, "history": history, **({"guides": guides} if guides else {})})
+        save_model(final_epoch, model, {"spec": spec, "history": history})
     model.load_state_dict(best_state)
     metrics: dict = {"model": spec, "selected_epoch": best_epoch, "history": history}
     predictions = evaluate_splits(model, splits, spec, device, metrics)
@@ -329,9 +336,8 @@ def read_off_final_epoch(
     model = load_model(final_epoch, device)
     examples, vocab = load_examples(dataset_dir)
     splits = {s: encode_split(examples, vocab, s) for s in ("train", "dev", "test")}
-    if model.guides is not None:
-        for data in splits.values():
-            data.guides = [model.guides[i] for i in data.ids]
+    for data in splits.values():
+        attach_saved_guides(model, data, final_epoch)
     metrics: dict = {
         "model": spec,
         "selected_epoch": len(history) - 1,
@@ -386,10 +392,7 @@ def run(
             final_epoch=final_epoch,
         )
     out = Path(out_dir)
-    extra = {"spec": {**DEFAULTS, **spec}}
-    if model.guides is not None:
-        extra["guides"] = model.guides
-    save_model(out / "model.pt", model, extra)
+    save_model(out / "model.pt", model, {"spec": {**DEFAULTS, **spec}})
     write_parquet(out / "predictions.parquet", predictions)
     write_json(out / "metrics.json", metrics)
     log.info("test: %s", {k: v for k, v in metrics["test"].items() if k != "per_class_f1"})
