@@ -124,27 +124,28 @@ def test_loo_builds_every_deletion_once():
 @pytest.mark.parametrize("hidden_mode", ["plain", "concat", "residual"])
 def test_bilstm_deletions_without_reencoding_equal_reencoding(hidden_mode, attention):
     """Resuming from the states a deletion leaves unchanged, with the attention softmax accumulated online, gives
-    the logits of re-encoding each shorter sequence (every real deletion, any slice of deleted positions)."""
+    the logits of re-encoding each shorter sequence (every real deletion; instances in no particular order of
+    length, one of them empty after its deletion) and the undeleted logits of the model."""
     model = tiny_model(
         "lstm", attention, 0, 3, randomise=True, embedding_dim=16, lstm_hidden=8, hidden_mode=hidden_mode
     )
-    seqs, batch = small_batch(3, lengths=(9, 4, 12, 1, 2, 7))
-    width = batch.tokens.shape[1]
+    seqs, batch = small_batch(3, lengths=(9, 4, 12, 1, 2, 7, 12))
     assert deletions_module.supports(model, batch)
-    for first, last in ((0, width), (3, 7)):
-        deleted, b, t = deletions(batch, first, last)
-        with torch.no_grad():
-            streamed = deletions_module.deletion_outputs(model, batch, first, last)[1].flatten(0, 1)
-            encoded = model(deleted).logits
-        real = [row for row in range(len(b)) if t[row] < len(seqs[int(b[row])]) and len(seqs[int(b[row])]) > 1]
-        torch.testing.assert_close(streamed[real], encoded[real], atol=1e-5, rtol=1e-5)
-        empty = [row for row in range(len(b)) if len(seqs[int(b[row])]) == 1 and t[row] == 0]
-        assert torch.isnan(streamed[empty]).all()  # nothing left to encode
+    deleted, b, t = deletions(batch)
+    with torch.no_grad():
+        as_is, streamed = deletions_module.deletion_outputs(model, batch)
+        encoded = model(deleted).logits
+        torch.testing.assert_close(as_is, model(batch).logits, atol=1e-5, rtol=1e-5)
+    streamed = streamed.flatten(0, 1)
+    real = [row for row in range(len(b)) if t[row] < len(seqs[int(b[row])]) and len(seqs[int(b[row])]) > 1]
+    torch.testing.assert_close(streamed[real], encoded[real], atol=1e-5, rtol=1e-5)
+    empty = [row for row in range(len(b)) if len(seqs[int(b[row])]) == 1 and t[row] == 0]
+    assert torch.isnan(streamed[empty]).all()  # nothing left to encode
 
 
 def test_loo_floor_counts_the_rows_the_deletions_compute():
-    """The bench's arithmetic floor of leave-one-out counts exactly the (deletion × instance × step) rows the exact
-    deletions recompute over padded batches, and Σ L(L − 1) over real tokens."""
+    """The exact deletions recompute Σ L(L − 1) (deletion × step) states over real tokens and no padded one, the
+    count the bench's arithmetic floor of leave-one-out is made of."""
     from attnaudit.jain_wallace.throughput import loo_floor
 
     model = tiny_model("lstm", "additive", 1, 3, randomise=True, embedding_dim=16, lstm_hidden=8)
@@ -152,12 +153,11 @@ def test_loo_floor_counts_the_rows_the_deletions_compute():
     stats = {}
     with torch.no_grad():
         for batch in batches:
-            deletions_module.deletion_outputs(model, batch, 0, batch.tokens.shape[1], 0.0, stats)
+            deletions_module.deletion_outputs(model, batch, 0.0, stats)
     floor = loo_floor(model, batches)
     lengths = (7, 3, 5, 12, 12, 2, 4)
-    assert floor["padded_rows"] == stats["row_steps"]
-    assert floor["rows"] == sum(n * (n - 1) for n in lengths) < floor["padded_rows"]
-    assert floor["gmacs"] > 0 and floor["sigmoid_ns"] > 0 and floor["seconds"] > 0
+    assert stats["row_steps"] == floor["rows"] == sum(n * (n - 1) for n in lengths)
+    assert floor["gmacs"] > 0 and floor["sigmoid_ns"] > 0 and floor["tanh_ns"] > 0 and floor["seconds"] > 0
     assert loo_floor(tiny_model("cnn", "additive", 1, 3), batches) is None
 
 
@@ -165,24 +165,24 @@ def test_loo_floor_counts_the_rows_the_deletions_compute():
 def test_faded_deletions_stop_early_with_the_same_logits(hidden_mode):
     """Long sequences: a deletion's states fade into the original ones, so with ``tolerance`` its recursion stops
     and the rest of its softmax comes from the original sequence — far fewer recomputed steps, the same logits
-    (also against re-encoding, and for a slice of deleted positions)."""
+    (also against re-encoding)."""
     model = tiny_model(
         "lstm", "additive", 1, 3, randomise=True, embedding_dim=16, lstm_hidden=8, hidden_mode=hidden_mode
     )
     seqs, batch = small_batch(5, lengths=(150, 97, 120))
-    for first, last in ((0, batch.tokens.shape[1]), (40, 90)):
-        exact_steps, faded_steps = {}, {}
-        with torch.no_grad():
-            exact = deletions_module.deletion_outputs(model, batch, first, last, 0.0, exact_steps)[1]
-            faded = deletions_module.deletion_outputs(model, batch, first, last, 1e-6, faded_steps)[1]
-        assert faded_steps["row_steps"] < 0.5 * exact_steps["row_steps"], (faded_steps, exact_steps)
-        t = torch.arange(first, last)[:, None]
-        real = t < torch.tensor([len(x) for x in seqs])[None, :]
-        torch.testing.assert_close(faded[real], exact[real], atol=1e-5, rtol=1e-5)
-    deleted, b, t = deletions(batch, 60, 64)
+    exact_steps, faded_steps = {}, {}
     with torch.no_grad():
-        encoded = model(deleted).logits.view(4, len(seqs), -1)
-    torch.testing.assert_close(faded[20:24], encoded, atol=1e-5, rtol=1e-5)
+        exact = deletions_module.deletion_outputs(model, batch, 0.0, exact_steps)[1]
+        faded = deletions_module.deletion_outputs(model, batch, 1e-6, faded_steps)[1]
+    assert faded_steps["row_steps"] < 0.5 * exact_steps["row_steps"], (faded_steps, exact_steps)
+    real = torch.arange(batch.tokens.shape[1])[:, None] < torch.tensor([len(x) for x in seqs])[None, :]
+    torch.testing.assert_close(faded[real], exact[real], atol=1e-5, rtol=1e-5)
+    for first in (0, 60, 93, 146):  # deletions near either end fade in one direction only
+        deleted, b, t = deletions(batch, first, first + 4)
+        with torch.no_grad():
+            encoded = model(deleted).logits.view(4, len(seqs), -1)
+        real = t.view(4, len(seqs)) < torch.tensor([len(x) for x in seqs])[None, :]
+        torch.testing.assert_close(faded[first : first + 4][real], encoded[real], atol=1e-5, rtol=1e-5)
     loo = get_method("loo").attribute(model, batch)  # the default tolerance is this one
     np.testing.assert_allclose(loo[0, :150].numpy(), reference.loo(model, seqs[0]), atol=1e-5)
 

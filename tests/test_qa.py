@@ -405,7 +405,7 @@ def test_qa_deletions_without_reencoding_equal_reencoding(encoder, attention, ca
     with torch.no_grad():
         if encoder == "lstm":
             assert deletions_module.supports(model, batch)
-            fast = deletions_module.deletion_outputs(model, batch, 0, width, tolerance=1e-6)[1]
+            fast = deletions_module.deletion_outputs(model, batch, tolerance=1e-6)[1]
         else:
             assert deletions_module.local_radius(model, batch) == (0 if encoder == "average" else 3)
             fast = deletions_module.local_deletion_logits(model, batch, 0, width, max_elements=2000)

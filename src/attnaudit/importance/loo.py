@@ -62,7 +62,7 @@ def deletion_outputs(
     device type)."""
     n_batch, width = batch.tokens.shape
     if deletions_module.supports(model, batch):  # the original logits come from the states it computes anyway
-        return deletions_module.deletion_outputs(model, batch, 0, width, tolerance)
+        return deletions_module.deletion_outputs(model, batch, tolerance)
     original = model(batch).logits
     if deletions_module.local_radius(model, batch) is not None:
         return original, deletions_module.local_deletion_logits(model, batch, 0, width)

@@ -100,8 +100,8 @@ def startup_cpu_seconds() -> float:
 
 def machine_speed(hidden: int, width: int, rows: int = 1024, seconds: float = 0.5) -> dict:
     """Single-thread speed of this machine at a float32 matrix product ``[rows, hidden] × [hidden, width]``
-    (``gmacs``: 10⁹ multiply-adds per second, best of repeated runs over about ``seconds``) and at the sigmoid
-    (``sigmoid_ns``: nanoseconds per element of a ``[rows, width]`` tensor, best of the same)."""
+    (``gmacs``: 10⁹ multiply-adds per second, best of repeated runs over about ``seconds``) and at the sigmoid and
+    tanh (``sigmoid_ns``, ``tanh_ns``: nanoseconds per element of a ``[rows, width]`` tensor, best of the same)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     left, right = torch.randn(rows, hidden), torch.randn(hidden, width)
@@ -119,33 +119,39 @@ def machine_speed(hidden: int, width: int, rows: int = 1024, seconds: float = 0.
     try:
         mm = best(lambda: torch.mm(left, right, out=product))
         sigmoid = best(lambda: torch.sigmoid(product, out=activated))
+        tanh = best(lambda: torch.tanh(product, out=activated))
     finally:
         torch.set_num_threads(threads)
-    return {"gmacs": rows * hidden * width / mm / 1e9, "sigmoid_ns": sigmoid / (rows * width) * 1e9}
+    per_element = 1e9 / (rows * width)  # nanoseconds per element
+    return {
+        "gmacs": rows * hidden * width / mm / 1e9,
+        "sigmoid_ns": sigmoid * per_element,
+        "tanh_ns": tanh * per_element,
+    }
 
 
 def loo_floor(model, batches) -> dict | None:
     """The arithmetic an exact deletion leave-one-out of a one-layer BiLSTM cannot avoid
     (:mod:`attnaudit.models.deletions`): each deletion of an instance of length L recomputes L − 1 states (the
     forward ones after the gap, the backward ones before it), each a hidden-to-hidden product (H × 4H) and the
-    readout of the new half (H × (k + C): attention pre-activation and per-token logits), with sigmoids over the 4H
-    gates, the H cell units (tanh = 2σ(2x) − 1) and, for additive attention, the k attention units. ``rows``
-    counts (deletion × step) states over real tokens, Σ L(L − 1), ``padded_rows`` the same over the batches as
-    padded, Σ B·W(W − 1); ``seconds`` is ``rows``' cost at :func:`machine_speed`. None for other models."""
+    readout of the new half (H × (k + C): attention pre-activation and per-token logits), with sigmoids over 3H
+    gates and tanh over the cell input, the H cell units and, for additive attention, the k attention units.
+    ``rows`` counts (deletion × step) states over real tokens, Σ L(L − 1) (the deletions compute no padded state);
+    ``seconds`` is their cost at :func:`machine_speed`. None for other models."""
     if not batches or not deletions.supports(model, batches[0]):
         return None
     hidden = model.encoder.rnn.hidden_size
     weight, _, _ = deletions.attention_readout(model.attention, None)
     linear, _, _ = model.linear_readout(None)
     readout = weight.shape[0] + linear.shape[0]
-    activated = 5 * hidden + (weight.shape[0] if isinstance(model.attention, AdditiveAttention) else 0)
+    tanh_units = 2 * hidden + (weight.shape[0] if isinstance(model.attention, AdditiveAttention) else 0)
     lengths = [batch.lengths.to(torch.int64) for batch in batches]
     rows = sum(int((n * (n - 1)).sum()) for n in lengths)
-    padded = sum(len(n) * int(n.max()) * (int(n.max()) - 1) for n in lengths)
     speed = machine_speed(hidden, 4 * hidden + readout)
     macs = rows * hidden * (4 * hidden + readout)
-    seconds = macs / (speed["gmacs"] * 1e9) + rows * activated * speed["sigmoid_ns"] * 1e-9
-    return {"rows": rows, "padded_rows": padded, "macs": macs, "seconds": seconds, **speed}
+    activations = rows * (3 * hidden * speed["sigmoid_ns"] + tanh_units * speed["tanh_ns"]) * 1e-9
+    seconds = macs / (speed["gmacs"] * 1e9) + activations
+    return {"rows": rows, "macs": macs, "seconds": seconds, **speed}
 
 
 def audit_runner(audit: str, model, batches, ctx: Context):
@@ -224,9 +230,9 @@ def run(args) -> dict:
     if floor:
         results["loo_floor"] = floor
         print(
-            f"machine: matrix product {floor['gmacs']:.1f} GMAC/s, sigmoid {floor['sigmoid_ns']:.2f} ns/element "
-            f"(1 thread); exact loo floor {floor['seconds']:.2f} cpu-s ({floor['rows']:,} deletion×step rows, "
-            f"{floor['padded_rows']:,} padded, {floor['macs'] / 1e9:.1f} GMAC)",
+            f"machine: matrix product {floor['gmacs']:.1f} GMAC/s, sigmoid {floor['sigmoid_ns']:.2f} and tanh "
+            f"{floor['tanh_ns']:.2f} ns/element (1 thread); exact loo floor {floor['seconds']:.2f} cpu-s "
+            f"({floor['rows']:,} deletion×step rows, {floor['macs'] / 1e9:.1f} GMAC)",
             flush=True,
         )
     embeddings = Path(args.embeddings) if args.embeddings else dataset_dir.parent.parent / "embeddings"

@@ -3,8 +3,11 @@
 Deleting token t leaves the forward states before t and the backward states after t as they were. So each
 direction resumes from the original state next to the gap: the forward states from t on and the backward states
 before t are recomputed, with the input projections W_ih x computed once per instance and shared by all its
-deletions — about T steps of the hidden-to-hidden product per deletion instead of 2(T−1) full LSTM steps. At step
-s every deletion that step changes advances at once, as one slice of the (deleted position × instance) grid.
+deletions — about T steps of the hidden-to-hidden product per deletion instead of 2(T−1) full LSTM steps. Each
+direction runs in its own reading order (the backward one over each instance reversed within its length), where
+deleting the u-th token read resumes after token u − 1: at step s every deletion u ≤ s of every instance longer
+than s + 1 advances at once, one block of the (deletion × instance) grid once the instances are sorted by
+decreasing length, so no padded state is computed (Σ L(L − 1) states per batch).
 
 Every position j of a deleted sequence is then *completed* exactly once: in the forward pass when j ≥ t (new
 forward half, unchanged backward half of original position j + 1) or in the backward pass when j < t (unchanged
@@ -25,13 +28,14 @@ around the gap, recomputed on short windows — O(T·r) per instance instead of 
 A deletion's effect on the recurrent state fades: once a deletion's recomputed states (h and c, every instance of
 the batch) are within ``tolerance`` of the original states at the same position, the rest of its recursion would
 reproduce the original states, so it stops there and takes the rest of its softmax from the original sequence's
-readout (a suffix aggregate for the forward direction, a prefix aggregate for the backward one). The work then
+readout (an aggregate of the tokens its direction has still to read). The work then
 grows with T × (the steps a deletion takes to fade) instead of T²; ``tolerance = 0`` recomputes every state.
 """
 
 from __future__ import annotations
 
 import torch
+from torch import nn
 
 from attnaudit.models.attention import AdditiveAttention, DotAttention
 from attnaudit.models.batch import Batch
@@ -41,10 +45,10 @@ from attnaudit.models.encoders import CNNEncoder, TokenwiseEncoder, token_projec
 def attention_readout(attention, query: torch.Tensor | None):
     """``(W, b, score)`` with φ(h) = score(W h + b), b ``[k]`` or per instance ``[B, k]`` (a QA query), or None
     where φ is not of that form (dot attention on a per-instance query)."""
-    if isinstance(attention, AdditiveAttention):  # vᵀtanh(z) = 2vᵀσ(2z) − Σv: σ is ~5× cheaper than tanh on CPU
+    if isinstance(attention, AdditiveAttention):
         bias = attention.w_hidden.bias if query is None else attention.w_hidden.bias + attention.w_query(query)
         v = attention.v.weight[0]
-        return 2 * attention.w_hidden.weight, 2 * bias, lambda pre: torch.sigmoid(pre) @ (2 * v) - v.sum()
+        return attention.w_hidden.weight, bias, lambda pre: torch.tanh(pre) @ v
     if isinstance(attention, DotAttention) and query is None:
         weight = (attention.learned_query * attention.scale)[None, :]
         return weight, weight.new_zeros(1), lambda pre: pre[..., 0]
@@ -70,8 +74,12 @@ class Readout:
         weight, bias, self.score = attention_readout(model.attention, model.attention_query(query))
         linear, linear_bias, self.finish = model.linear_readout(query)
         self.width = weight.shape[0]
+        self.lengths = mask.sum(dim=1)
         matrix = torch.cat([weight, linear])  # [k + D, m]: attention pre-activation, then the decoder's linear part
         offset = torch.cat([bias, linear_bias.expand(*bias.shape[:-1], -1)], dim=-1)  # [k + D] or [B, k + D]
+        spare = -matrix.shape[0] % 16  # zero rows: a product 16 columns wide at a time is the fastest per column
+        matrix, offset = nn.functional.pad(matrix, (0, 0, 0, spare)), nn.functional.pad(offset, (0, spare))
+        self.classes = slice(self.width, self.width + linear.shape[0])
         self.new = {"forward": matrix[:, :size].t(), "backward": matrix[:, size : 2 * size].t()}
         real = mask.t()[:, :, None].to(embedded.dtype)
         words = embedded.transpose(0, 1) * real  # [T, B, d]
@@ -89,45 +97,43 @@ class Readout:
         }
 
 
-def doubled_cell_input(gates: torch.Tensor) -> torch.Tensor:
-    """Gate pre-activations (last dimension i, f, g, o: PyTorch's order) with the cell input g doubled, so that one
-    sigmoid over all four gates gives σ(2g) and tanh(g) = 2σ(2g) − 1 (:func:`lstm_step`)."""
-    size = gates.shape[-1] // 4
-    scale = torch.ones(4 * size, dtype=gates.dtype, device=gates.device)
-    scale[2 * size : 3 * size] = 2.0
-    return gates * scale
+def sigmoid_gates_first(weights: torch.Tensor) -> torch.Tensor:
+    """Gate rows in the order i, f, o, g (PyTorch's: i, f, g, o), so that :func:`lstm_step` takes one sigmoid over
+    the first three quarters and one tanh over the last (on this CPU class tanh costs less per element than the
+    sigmoid, so the cell input is not rewritten as a sigmoid)."""
+    i, f, g, o = weights.chunk(4, dim=0)
+    return torch.cat([i, f, o, g])
 
 
-def lstm_step(pre: torch.Tensor, cell: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """One LSTM step from pre-activations whose cell input is doubled (:func:`doubled_cell_input`), with
-    tanh(x) = 2σ(2x) − 1 throughout: the same state as ``torch.lstm`` to float rounding, without tanh calls."""
+def lstm_step(pre: torch.Tensor, cell: torch.Tensor, out: tuple | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """One LSTM step from gate pre-activations in the order of :func:`sigmoid_gates_first`: the same state as
+    ``torch.lstm`` to float rounding. ``pre`` is scratch (overwritten); ``out``: (h, c) tensors to write the new
+    state into (c may be ``cell`` itself)."""
     size = pre.shape[-1] // 4
-    gate = torch.sigmoid(pre)
-    candidate = gate[..., 2 * size : 3 * size].mul(2.0).sub_(1.0)
-    cell = torch.addcmul(gate[..., size : 2 * size] * cell, gate[..., :size], candidate)
-    return gate[..., 3 * size :] * torch.sigmoid(2.0 * cell).mul_(2.0).sub_(1.0), cell
+    gate, candidate = pre[..., : 3 * size].sigmoid_(), pre[..., 3 * size :].tanh_()
+    h, c = (None, None) if out is None else out
+    cell = torch.mul(gate[..., size : 2 * size], cell, out=c).addcmul_(gate[..., :size], candidate)
+    return torch.mul(gate[..., 2 * size :], torch.tanh(cell), out=h), cell
 
 
 def original_states(encoder, embedding, tokens: torch.Tensor, mask: torch.Tensor, backward: bool):
     """``(input gates, h, c)`` of one direction of the first layer on the whole instances, time-major ``[T, B, ·]``
-    (``torch.lstm`` returns no cell states); the gates' cell input is doubled (:func:`doubled_cell_input`)."""
-    w_ih, w_hh, b_ih, b_hh = encoder.weights(0, backward)
-    n_batch, width = tokens.shape
+    in that direction's reading order: the backward direction's position r is position L − 1 − r of an instance of
+    length L (:meth:`LSTMEncoder.reversal`; padding stays in place). ``torch.lstm`` returns no cell states; the
+    gates are in the order of :func:`sigmoid_gates_first`."""
+    w_ih, w_hh, b_ih, b_hh = (sigmoid_gates_first(w) for w in encoder.weights(0, backward))
     per_token, index = token_projections(embedding, tokens, w_ih)
-    per_token, w_hh = doubled_cell_input(per_token + (b_ih + b_hh)), doubled_cell_input(w_hh.t())
-    gates = per_token[index]  # [B, T, 4H]
-    reverse = encoder.reversal(mask) if backward else None
-    inputs = per_token[index.gather(1, reverse[..., 0])] if backward else gates  # each sequence reversed in its length
-    h = gates.new_zeros(n_batch, encoder.rnn.hidden_size)
+    per_token, w_hh = per_token + (b_ih + b_hh), w_hh.t()
+    if backward:
+        index = index.gather(1, encoder.reversal(mask)[..., 0])
+    gates = per_token[index.t()]  # [T, B, 4H]
+    h = gates.new_zeros(tokens.shape[0], encoder.rnn.hidden_size)
     c, hs, cs = torch.zeros_like(h), [], []
-    for step in range(width):
-        h, c = lstm_step(torch.addmm(inputs[:, step], h, w_hh), c)
+    for step in range(tokens.shape[1]):
+        h, c = lstm_step(torch.addmm(gates[step], h, w_hh), c)
         hs.append(h)
         cs.append(c)
-    h, c = torch.stack(hs, dim=1), torch.stack(cs, dim=1)
-    if backward:
-        h, c = (x.gather(1, reverse.expand_as(x)) for x in (h, c))
-    return gates.transpose(0, 1), h.transpose(0, 1), c.transpose(0, 1)
+    return gates, torch.stack(hs), torch.stack(cs)
 
 
 class SoftmaxAccumulator:
@@ -140,13 +146,17 @@ class SoftmaxAccumulator:
         self.summed = like.new_zeros(n_rows, n_batch, n_classes)
 
     def add(self, rows, best: torch.Tensor, total: torch.Tensor, summed: torch.Tensor) -> None:
-        """Merge an aggregate (a single position has total 1 and summed = its logits) into ``rows``."""
+        """Merge an aggregate (a single position has total 1 and summed = its logits) into ``rows`` (an index of
+        the first dimension, or of the first two)."""
         top = torch.maximum(self.best[rows], best)
         shift = torch.where(torch.isinf(top), torch.zeros_like(top), top)
         kept, weight = torch.exp(self.best[rows] - shift), torch.exp(best - shift)
         self.total[rows] = self.total[rows] * kept + total * weight
         self.summed[rows] = self.summed[rows] * kept[..., None] + summed * weight[..., None]
         self.best[rows] = top
+
+    def fields(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        return self.best, self.total, self.summed
 
     def logits(self) -> torch.Tensor:
         return self.summed / self.total[..., None]  # 0/0 = NaN for an instance left empty
@@ -162,120 +172,134 @@ def running_aggregates(scores: torch.Tensor, logits: torch.Tensor, reverse: bool
     ones = torch.ones_like(scores[0])
     for p in order:
         here = p if reverse else p + 1
-        for field in (acc.best, acc.total, acc.summed):
+        for field in acc.fields():
             field[here] = field[previous]
         acc.add(here, scores[p], ones, logits[p])
         previous = here
-    return acc.best, acc.total, acc.summed
+    return acc.fields()
 
 
-def settled_rows(states, original, ignore: torch.Tensor, tolerance: float, from_end: bool) -> int:
-    """How many leading rows (``from_end``: trailing) have every instance's ``states`` (h, c ``[rows, B, H]``)
-    within ``tolerance`` of the ``original`` (h, c ``[B, H]``), or ignored (past its end, a deletion beyond its
-    length)."""
-    gap = torch.stack([(new - old).abs().amax(-1) for new, old in zip(states, original, strict=True)]).amax(0)
-    done = ((gap <= tolerance) | ignore).all(dim=1)
-    if from_end:
-        done = done.flip(0)
-    return int(done.cumprod(0).sum())
+def settled_rows(states, original, tolerance: float) -> int:
+    """How many leading rows have every instance's ``states`` (h, c ``[rows, B', H]``) within ``tolerance`` of the
+    ``original`` (h, c ``[B', H]``). Rows fade in order, so the first row is checked alone first: a check that
+    finds nothing settled costs a fraction of a step."""
+
+    def settled(rows: slice) -> torch.Tensor:
+        pairs = zip(states, original, strict=True)
+        gap = torch.stack([(new[rows] - old).abs().amax(-1) for new, old in pairs]).amax(0)
+        return (gap <= tolerance).all(dim=1)
+
+    if not bool(settled(slice(0, 1))[0]):
+        return 0
+    return int(settled(slice(None)).cumprod(0).sum())
 
 
 FADE_CHECK_EVERY = 8  # steps between the checks whether deletions have faded (each check costs about one step)
 
 
+def resume_deletions(
+    gates, hidden, cells, w_hh, readout: Readout, direction: str, known, suffix, tolerance: float
+) -> tuple[SoftmaxAccumulator, int]:
+    """One direction's part of every deletion, in its reading order (``[T, B, ·]`` original gates, states and
+    known readout; instances sorted by decreasing length): row u is the deletion of the u-th token read, which
+    resumes from the state after token u − 1 and, at step s ≥ u, reads token s + 1 and completes that position.
+    At step s only the instances longer than s + 1 have a token to read, a leading block of the batch, so no
+    padded row is computed. Returns the rows' online softmax ``[T, B]`` and the number of (row × instance × step)
+    states computed."""
+    width, n_batch, size = hidden.shape
+    lengths_left = (readout.lengths[None, :] > torch.arange(1, width + 1, device=hidden.device)[:, None]).sum(1)
+    active = lengths_left.tolist()  # instances with a token to read at step s: those longer than s + 1
+    acc = SoftmaxAccumulator(width, n_batch, readout.classes.stop - readout.width, hidden)
+    zeros = hidden.new_zeros(1, n_batch, size)
+    h, c = torch.cat([zeros, hidden[:-1]]), torch.cat([zeros, cells[:-1]])  # row u starts after token u − 1
+    done, row_steps = 0, 0  # rows 0..done−1 have faded into the original states and are complete
+    for step in range(width - 1):
+        n_active = active[step]
+        if n_active == 0:
+            break
+        if n_active < h.shape[1]:  # the shorter instances are complete: drop their rows' states
+            h, c = h[:, :n_active].contiguous(), c[:, :n_active].contiguous()
+        if done > step:
+            continue
+        rows = slice(done, step + 1)
+        pre = (h[rows].reshape(-1, size) @ w_hh).view(step + 1 - done, n_active, -1).add_(gates[step + 1, :n_active])
+        lstm_step(pre, c[rows], out=(h[rows], c[rows]))
+        values = h[rows] @ readout.new[direction] + known[step + 1, :n_active]  # [rows, B', k + C]
+        score = readout.score(values[..., : readout.width])
+        acc.add((rows, slice(0, n_active)), score, torch.ones_like(score), values[..., readout.classes])
+        row_steps += (step + 1 - done) * n_active
+        n_next = active[step + 1]
+        if n_next and tolerance > 0 and step % FADE_CHECK_EVERY == 0:
+            original = (hidden[step + 1, :n_next], cells[step + 1, :n_next])
+            settled = settled_rows((h[rows, :n_next], c[rows, :n_next]), original, tolerance)
+            if settled:  # the rest of their softmax: the original tokens read after token step + 1
+                acc.add(slice(done, done + settled), *(x[step + 2] for x in suffix))
+                done += settled
+    return acc, row_steps
+
+
 def deletion_outputs(
-    model, batch: Batch, first: int, last: int, tolerance: float = 0.0, stats: dict | None = None
+    model, batch: Batch, tolerance: float = 0.0, stats: dict | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Logits of every instance of ``batch`` as it is ``[B, C]`` (the model's head on the states computed here,
-    so no second encoder pass) and with its token t deleted ``[last − first, B, C]``, for t in ``first..last−1``
-    (:func:`supports` must hold; entries with t beyond an instance's length are unspecified; an instance left
-    empty gets NaN). ``tolerance`` > 0 stops a deletion's recursion once its states are that
-    close (max |Δh|, |Δc|) to the original states (module docstring); ``stats["row_steps"]`` counts the
-    recomputed (deletion × instance × step) rows, padding included."""
+    so no second encoder pass) and with its token t deleted ``[T, B, C]``, for every position t (:func:`supports`
+    must hold; entries with t beyond an instance's length are unspecified; an instance left empty gets NaN).
+    ``tolerance`` > 0 stops a deletion's recursion once its states are that close (max |Δh|, |Δc|) to the
+    original states (module docstring); ``stats["row_steps"]`` counts the recomputed (deletion × instance × step)
+    states, Σ L(L − 1) without fading."""
+    order = torch.argsort(batch.lengths, descending=True, stable=True)  # active instances: a leading block
+    batch, inverse = batch.select(order), torch.argsort(order)
     encoder, mask = model.encoder, batch.mask
-    size, width, n_batch = encoder.rnn.hidden_size, mask.shape[1], mask.shape[0]
-    n_rows = last - first
+    width = mask.shape[1]
     with torch.no_grad():
         embedded = model.embed(batch)
         real = mask.t()[:, :, None].to(embedded.dtype)
-        gates, hidden, cells = {}, {}, {}
+        reverse = encoder.reversal(mask)[..., 0].t()[:, :, None]  # [T, B, 1]: reading order ↔ position (involution)
+        in_order = {"forward": lambda x: x, "backward": lambda x: x.gather(0, reverse.expand_as(x))}
+        read = {}  # per direction, in its reading order: input gates, h, c (0 on padding)
         for direction in ("forward", "backward"):
-            gates[direction], h, c = original_states(
-                encoder, model.embedding, batch.tokens, mask, direction == "backward"
-            )
-            hidden[direction], cells[direction] = h * real, c * real  # 0 on padding: "nothing after t" reads 0
+            gates, h, c = original_states(encoder, model.embedding, batch.tokens, mask, direction == "backward")
+            read[direction] = (gates, h * real, c * real)
+        hidden = {direction: in_order[direction](read[direction][1]) for direction in read}  # by position
         query = model.encode_query(batch)
         readout = Readout(model, embedded, mask, hidden, query)
         states = model._with_embeddings(
             torch.cat([hidden["forward"], hidden["backward"]], -1).transpose(0, 1), embedded, mask
         )
         as_is = model.decode(states, model.attend(states, batch, query), query)  # the undeleted instances
-        acc = SoftmaxAccumulator(n_rows, n_batch, readout.known["forward"].shape[-1] - readout.width, embedded)
-        lengths = mask.sum(dim=1)
-        # position j exists in a deleted sequence of instance b iff j < length_b − 1
-        exists = torch.arange(max(width, 2), device=mask.device)[:, None] < lengths[None, :] - 1
-        beyond = torch.arange(first, last, device=mask.device)[:, None] >= lengths[None, :]  # [rows, B] unspecified
-
-        def complete(rows: slice, position: int, state: torch.Tensor, direction: str) -> None:
-            """Fold position ``position`` of the deleted sequences ``rows`` into their online softmax."""
-            original = position + 1 if direction == "forward" else position
-            values = state @ readout.new[direction] + readout.known[direction][original]  # [n, B, k + C]
-            score = readout.score(values[..., : readout.width]).masked_fill(~exists[position], float("-inf"))
-            acc.add(rows, score, torch.ones_like(score), values[..., readout.width :])
-
-        if tolerance > 0:  # the original sequence's readout per position, aggregated from either end
+        suffix = {direction: None for direction in read}
+        if tolerance > 0:  # the original sequence's readout per position, aggregated from each reading's end
             values = hidden["forward"] @ readout.new["forward"] + readout.known["forward"]  # [T, B, k + C]
             scores = readout.score(values[..., : readout.width]).masked_fill(~mask.t(), float("-inf"))
-            suffix = running_aggregates(scores, values[..., readout.width :], reverse=True)
-            prefix = running_aggregates(scores, values[..., readout.width :], reverse=False)
-
-        zeros = embedded.new_zeros(1, n_batch, size)
-        # forward, step s: deletions t ≤ s resume from the state after position t − 1, reading x_{s+1}
-        w_hh = doubled_cell_input(encoder.weights(0, False)[1].t())
-        h = torch.cat([zeros, hidden["forward"]])[first:last].clone()  # [t, B, H]
-        c = torch.cat([zeros, cells["forward"]])[first:last].clone()
-        done, row_steps = 0, 0  # rows 0..done−1 have faded into the original states and are complete
-        for step in range(first, width - 1):
-            n = min(step + 1, last) - first
-            if done == n:
-                continue
-            rows = slice(done, n)
-            pre = (h[rows].reshape(-1, size) @ w_hh).view(n - done, n_batch, -1).add_(gates["forward"][step + 1])
-            h[rows], c[rows] = lstm_step(pre, c[rows])
-            complete(rows, step, h[rows], "forward")
-            row_steps += (n - done) * n_batch
-            if tolerance > 0 and (step - first) % FADE_CHECK_EVERY == 0:  # deleted position step = original step + 1
-                original = (hidden["forward"][step + 1], cells["forward"][step + 1])
-                ignore = beyond[rows] | ~exists[step + 1]
-                settled = settled_rows((h[rows], c[rows]), original, ignore, tolerance, from_end=False)
-                if settled:  # the rest: original positions step + 2 … (deleted positions step + 1 …)
-                    faded = slice(done, done + settled)
-                    acc.add(faded, *(x[step + 2] for x in suffix))
-                    done += settled
-        # backward, step s from T − 2 down: deletions t > s resume from the state of position t + 1, reading x_s
-        w_hh = doubled_cell_input(encoder.weights(0, True)[1].t())
-        h = torch.cat([hidden["backward"], zeros])[first + 1 : last + 1].clone()
-        c = torch.cat([cells["backward"], zeros])[first + 1 : last + 1].clone()
-        end = n_rows  # rows end.. have faded into the original states and are complete
-        for step in range(min(last - 1, width - 1) - 1, -1, -1):
-            start = max(step + 1, first) - first
-            if start >= end:
-                continue
-            rows = slice(start, end)
-            pre = (h[rows].reshape(-1, size) @ w_hh).view(-1, n_batch, 4 * size).add_(gates["backward"][step])
-            h[rows], c[rows] = lstm_step(pre, c[rows])
-            complete(rows, step, h[rows], "backward")
-            row_steps += (end - start) * n_batch
-            if tolerance > 0 and step % FADE_CHECK_EVERY == 0:  # deleted position `step` = original position `step`
-                original = (hidden["backward"][step], cells["backward"][step])
-                settled = settled_rows((h[rows], c[rows]), original, beyond[rows], tolerance, from_end=True)
-                if settled:  # the rest: original positions 0 … step − 1
-                    faded = slice(end - settled, end)
-                    acc.add(faded, *(x[step] for x in prefix))
-                    end -= settled
-        if stats is not None:
-            stats["row_steps"] = stats.get("row_steps", 0) + row_steps
-        return as_is, readout.finish(acc.logits(), model.deletion_candidates(batch, first, last))
+            for direction in read:
+                suffix[direction] = running_aggregates(
+                    in_order[direction](scores[..., None])[..., 0],
+                    in_order[direction](values[..., readout.classes]),
+                    reverse=True,
+                )
+        accumulated, row_steps = {}, 0
+        for direction, (gates, h, c) in read.items():
+            w_hh = sigmoid_gates_first(encoder.weights(0, direction == "backward")[1]).t()
+            known = in_order[direction](readout.known[direction])
+            accumulated[direction], steps = resume_deletions(
+                gates, h, c, w_hh, readout, direction, known, suffix[direction], tolerance
+            )
+            row_steps += steps
+        # deleting token t is the forward reading's row t and the backward reading's row L − 1 − t
+        t = torch.arange(width, device=mask.device)[:, None]
+        backward_row = (readout.lengths[None, :] - 1 - t).clamp(0, width - 1)  # [T, B]
+        merged = accumulated["forward"]
+        merged.add(
+            slice(None),
+            *(
+                x.gather(0, backward_row.view(*backward_row.shape, *[1] * (x.dim() - 2)).expand_as(x))
+                for x in accumulated["backward"].fields()
+            ),
+        )
+        deleted = readout.finish(merged.logits(), model.deletion_candidates(batch, 0, width))
+    if stats is not None:
+        stats["row_steps"] = stats.get("row_steps", 0) + row_steps
+    return as_is[inverse], deleted[:, inverse]
 
 
 def local_radius(model, batch: Batch) -> int | None:
