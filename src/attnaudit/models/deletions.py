@@ -74,7 +74,6 @@ class Readout:
         weight, bias, self.score = attention_readout(model.attention, model.attention_query(query))
         linear, linear_bias, self.finish = model.linear_readout(query)
         self.width = weight.shape[0]
-        self.lengths = mask.sum(dim=1)
         matrix = torch.cat([weight, linear])  # [k + D, m]: attention pre-activation, then the decoder's linear part
         offset = torch.cat([bias, linear_bias.expand(*bias.shape[:-1], -1)], dim=-1)  # [k + D] or [B, k + D]
         spare = -matrix.shape[0] % 16  # zero rows: a product 16 columns wide at a time is the fastest per column
@@ -200,17 +199,15 @@ FADE_CHECK_EVERY = 8  # steps between the checks whether deletions have faded (a
 
 
 def resume_deletions(
-    gates, hidden, cells, w_hh, readout: Readout, direction: str, known, suffix, tolerance: float
+    gates, hidden, cells, w_hh, active: list[int], readout: Readout, direction: str, known, suffix, tolerance: float
 ) -> tuple[SoftmaxAccumulator, int]:
     """One direction's part of every deletion, in its reading order (``[T, B, ·]`` original gates, states and
     known readout; instances sorted by decreasing length): row u is the deletion of the u-th token read, which
     resumes from the state after token u − 1 and, at step s ≥ u, reads token s + 1 and completes that position.
-    At step s only the instances longer than s + 1 have a token to read, a leading block of the batch, so no
-    padded row is computed. Returns the rows' online softmax ``[T, B]`` and the number of (row × instance × step)
-    states computed."""
+    At step s only the ``active[s]`` instances longer than s + 1 have a token to read, a leading block of the
+    batch, so no padded row is computed. Returns the rows' online softmax ``[T, B]`` and the number of (row ×
+    instance × step) states computed."""
     width, n_batch, size = hidden.shape
-    lengths_left = (readout.lengths[None, :] > torch.arange(1, width + 1, device=hidden.device)[:, None]).sum(1)
-    active = lengths_left.tolist()  # instances with a token to read at step s: those longer than s + 1
     acc = SoftmaxAccumulator(width, n_batch, readout.classes.stop - readout.width, hidden)
     zeros = hidden.new_zeros(1, n_batch, size)
     h, c = torch.cat([zeros, hidden[:-1]]), torch.cat([zeros, cells[:-1]])  # row u starts after token u − 1
@@ -279,17 +276,20 @@ def deletion_outputs(
                     in_order[direction](values[..., readout.classes]),
                     reverse=True,
                 )
+        lengths = mask.sum(dim=1)
+        steps = torch.arange(1, width + 1, device=mask.device)
+        active = (lengths[None, :] > steps[:, None]).sum(1).tolist()  # instances longer than s + 1, per step s
         accumulated, row_steps = {}, 0
         for direction, (gates, h, c) in read.items():
             w_hh = sigmoid_gates_first(encoder.weights(0, direction == "backward")[1]).t()
             known = in_order[direction](readout.known[direction])
-            accumulated[direction], steps = resume_deletions(
-                gates, h, c, w_hh, readout, direction, known, suffix[direction], tolerance
+            accumulated[direction], computed = resume_deletions(
+                gates, h, c, w_hh, active, readout, direction, known, suffix[direction], tolerance
             )
-            row_steps += steps
+            row_steps += computed
         # deleting token t is the forward reading's row t and the backward reading's row L − 1 − t
         t = torch.arange(width, device=mask.device)[:, None]
-        backward_row = (readout.lengths[None, :] - 1 - t).clamp(0, width - 1)  # [T, B]
+        backward_row = (lengths[None, :] - 1 - t).clamp(0, width - 1)  # [T, B]
         merged = accumulated["forward"]
         merged.add(
             slice(None),
