@@ -413,12 +413,13 @@ def test_bench_prints_one_line_per_audit(planted_dataset, planted_model_dir, cap
     )
     lines = capsys.readouterr().out.strip().splitlines()
     assert code == 0 and lines[0].startswith("fixed cost per job:")
+    assert lines[1].startswith("jw_rerun_ratio: against J&W's code run on ")
     names = ("gradient", "loo", "permutation", "adversarial", "all_four")
-    assert [line.split()[:2] for line in lines[1:11]] == [[a, f"threads={t}"] for t in (1, 2) for a in names]
+    assert [line.split()[:2] for line in lines[2:12]] == [[a, f"threads={t}"] for t in (1, 2) for a in names]
     number = r"[\d.]+"
     ratios = rf"jw_code_ratio={number} jw_code_ratio_job={number} jw_rerun_ratio={number} jw_rerun_ratio_job={number}"
     fields = rf"cpu={number}s wall={number}s per_instance={number}ms {ratios}"
-    assert all(re.fullmatch(rf"\w+ threads=\d {fields}", line) for line in lines[1:11])
+    assert all(re.fullmatch(rf"\w+ threads=\d {fields}", line) for line in lines[2:12])
     assert [line.split()[0] for line in lines[-4:]] == ["gradient", "loo", "permutation", "adversarial"]
     assert all(
         re.fullmatch(rf"\w+ naive_per_instance={number}ms batched_speedup={number}", line) for line in lines[-4:]
