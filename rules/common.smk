@@ -169,7 +169,7 @@ def model_dir(dataset, model):
     return f"results/models/{dataset}/{model}"
 
 
-# one training run, two selection rules: {dataset: {a selection: last model: the model whose run it is}}
+# one training run, two selection rules: {dataset: {last-epoch model: the best-epoch model whose run it reads off}}
 FINAL_EPOCH_SOURCES = {
     dataset: final_epoch_sources({model: train_spec(dataset, model) for model in model_ids(dataset)})
     for dataset in DATASETS

@@ -178,6 +178,11 @@ def running_aggregates(scores: torch.Tensor, logits: torch.Tensor, reverse: bool
     return acc.fields()
 
 
+def gather_positions(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """``x`` ``[T, B, …]`` with each instance's positions reordered: ``out[t, b] = x[index[t, b], b]``."""
+    return x.gather(0, index.view(*index.shape, *[1] * (x.dim() - 2)).expand_as(x))
+
+
 def settled_rows(states, original, tolerance: float) -> int:
     """How many leading rows have every instance's ``states`` (h, c ``[rows, B', H]``) within ``tolerance`` of the
     ``original`` (h, c ``[B', H]``). Rows fade about in order (the first started first), so they are checked in
@@ -253,8 +258,8 @@ def deletion_outputs(
     with torch.no_grad():
         embedded = model.embed(batch)
         real = mask.t()[:, :, None].to(embedded.dtype)
-        reverse = encoder.reversal(mask)[..., 0].t()[:, :, None]  # [T, B, 1]: reading order ↔ position (involution)
-        in_order = {"forward": lambda x: x, "backward": lambda x: x.gather(0, reverse.expand_as(x))}
+        reverse = encoder.reversal(mask)[..., 0].t()  # [T, B]: backward reading order ↔ position (an involution)
+        in_order = {"forward": lambda x: x, "backward": lambda x: gather_positions(x, reverse)}
         read = {}  # per direction, in its reading order: input gates, h, c (0 on padding)
         for direction in ("forward", "backward"):
             gates, h, c = original_states(encoder, model.embedding, batch.tokens, mask, direction == "backward")
@@ -272,7 +277,7 @@ def deletion_outputs(
             scores = readout.score(values[..., : readout.width]).masked_fill(~mask.t(), float("-inf"))
             for direction in read:
                 suffix[direction] = running_aggregates(
-                    in_order[direction](scores[..., None])[..., 0],
+                    in_order[direction](scores),
                     in_order[direction](values[..., readout.classes]),
                     reverse=True,
                 )
@@ -288,16 +293,8 @@ def deletion_outputs(
             )
             row_steps += computed
         # deleting token t is the forward reading's row t and the backward reading's row L − 1 − t
-        t = torch.arange(width, device=mask.device)[:, None]
-        backward_row = (lengths[None, :] - 1 - t).clamp(0, width - 1)  # [T, B]
         merged = accumulated["forward"]
-        merged.add(
-            slice(None),
-            *(
-                x.gather(0, backward_row.view(*backward_row.shape, *[1] * (x.dim() - 2)).expand_as(x))
-                for x in accumulated["backward"].fields()
-            ),
-        )
+        merged.add(slice(None), *(in_order["backward"](x) for x in accumulated["backward"].fields()))
         deleted = readout.finish(merged.logits(), model.deletion_candidates(batch, 0, width))
     if stats is not None:
         stats["row_steps"] = stats.get("row_steps", 0) + row_steps
