@@ -50,3 +50,21 @@ def test_jobs_run_with_the_allocator_tunables_unless_the_user_set_their_own(tmp_
     own = {**env, "GLIBC_TUNABLES": "glibc.malloc.arena_max=2"}
     snakemake(tmp_path, "--cores", "1", target, "--forcerun", "tokenise", config=tmp_path / "config.yaml", env=own)
     assert tunables_in_log(log) == "glibc.malloc.arena_max=2"
+
+
+def test_a_job_leaves_openmp_its_own_wait_policy_unless_the_user_sets_one(tmp_path):
+    """A job given N threads owns N cores (Snakemake and Slurm reserve them), where OpenMP's default wait (spin
+    briefly, then sleep) made two threads faster than one and a forced passive wait made them slower than one
+    (docs/performance.md, "Two threads"); the log's first line names the policy a user exported."""
+    import subprocess
+    import sys
+
+    def first_log_line(**extra):
+        env = {name: value for name, value in os.environ.items() if name != "OMP_WAIT_POLICY"} | extra
+        run = subprocess.run(
+            [sys.executable, "-m", "attnaudit", "job-costs", str(tmp_path)], env=env, capture_output=True, text=True
+        )
+        return run.stderr.splitlines()[0]
+
+    assert "OMP_WAIT_POLICY" not in first_log_line()
+    assert "OMP_WAIT_POLICY=PASSIVE" in first_log_line(OMP_WAIT_POLICY="PASSIVE")

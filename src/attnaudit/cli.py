@@ -40,8 +40,11 @@ ALIASES = {
     "tutek-snajder": "tutek_snajder",
     "ts": "tutek_snajder",
 }
-# environment variables that change how a job runs (not what it computes): written at the top of every job's log
-RUNTIME_VARIABLES = ("GLIBC_TUNABLES", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES")
+# environment variables that change how a job runs (not what it computes): written at the top of every job's log.
+# OpenMP's wait policy is left to OpenMP (spin briefly, then sleep): a job given N threads owns N cores (Snakemake
+# and Slurm reserve them), where a passive wait made two threads slower than one; on a machine shared with other
+# work, OMP_WAIT_POLICY=PASSIVE keeps waiting threads off the cores (docs/performance.md, "Two threads").
+RUNTIME_VARIABLES = ("GLIBC_TUNABLES", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OMP_WAIT_POLICY", "CUDA_VISIBLE_DEVICES")
 
 
 def stages_for(argv: list[str]) -> list[str]:
