@@ -437,3 +437,23 @@ def test_bench_resolves_dataset_and_model_names(tmp_path):
     assert resolve_dirs(args) == (tmp_path / "datasets" / "sst", tmp_path / "models" / "sst" / "lstm-additive-base-s0")
     with pytest.raises(AttnauditError, match="--dataset-dir"):
         resolve_dirs(Namespace(dataset_dir=None, model_dir=None, dataset=None, model=None, results="results"))
+
+
+def test_the_adversarial_search_batches_by_its_own_token_budget(planted_dataset):
+    """The adversarial search runs its steps once per batch and holds little per token position, so its jobs (and
+    the bench) batch by ``jain_wallace.adversarial.max_batch_tokens``, larger than the shared budget the other
+    audits use; null falls back to the shared budget."""
+    from attnaudit.auditing import batch_plan, token_budget
+    from attnaudit.data import encode_split, load_examples
+    from attnaudit.jain_wallace.run import audit_token_budget
+
+    examples, vocab = load_examples(planted_dataset / "dataset")
+    encoded = encode_split(examples, vocab, "test")
+    shared, cpu = {"cpu": 64, "cuda": 1024}, torch.device("cpu")
+
+    def n_batches(audit, options):
+        return len(batch_plan(encoded, 256, token_budget(audit_token_budget(audit, options, shared), cpu)))
+
+    assert n_batches("adversarial", resolve({})) < n_batches("permutation", resolve({}))
+    fallback = resolve({"adversarial": {"max_batch_tokens": None}})
+    assert n_batches("adversarial", fallback) == n_batches("permutation", fallback)

@@ -32,6 +32,10 @@ DEFAULTS: dict = {
         "high_jsd": 0.5,  # tables report the fraction of instances with ε-max JSD above this
         "no_valid": "zero",  # ε-max JSD when no adversary meets the budget: zero (Alg. 3's indicator) or nan
         "batch_size": None,  # instances per batch; null: audits.batch_size
+        # padded token positions per batch, per device; null: audits.max_batch_tokens. The search runs its 500
+        # steps per batch, so fewer, larger batches save per-step overhead; it holds ~100 floats per position
+        # (θ, Adam's three moments, the pairwise mixtures), so 4× the shared budget (docs/performance.md)
+        "max_batch_tokens": {"cpu": 16384, "cuda": 262144},
     },
     "heatmaps": {
         "n_per_model": 5,  # instances shown per model

@@ -24,6 +24,11 @@ def audit_batch_size(audit: str, options: dict, default: int) -> int:
     return int(options.get(audit, {}).get("batch_size") or default)
 
 
+def audit_token_budget(audit: str, options: dict, default: int | dict | None) -> int | dict | None:
+    """``jain_wallace.<audit>.max_batch_tokens`` if the audit has one, else the shared ``audits.max_batch_tokens``."""
+    return options.get(audit, {}).get("max_batch_tokens") or default
+
+
 def run_audit(
     audit: str,
     dataset_dir: str | Path,
@@ -51,7 +56,7 @@ def run_audit(
         lambda rows, batch: AUDITS[audit](inputs.model, batch, ctx),
         out,
         batch_size=audit_batch_size(audit, opts, batch_size),
-        max_tokens=max_tokens,
+        max_tokens=audit_token_budget(audit, opts, max_tokens),
         chunk=chunk,
         n_chunks=n_chunks,
         desc=audit,

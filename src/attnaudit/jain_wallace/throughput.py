@@ -44,6 +44,7 @@ from attnaudit.jain_wallace.adversarial import adversarial_batch
 from attnaudit.jain_wallace.common import Context
 from attnaudit.jain_wallace.options import resolve
 from attnaudit.jain_wallace.permutation import permutation_batch
+from attnaudit.jain_wallace.run import audit_batch_size, audit_token_budget
 from attnaudit.masks import content_mask, marker_ids
 from attnaudit.models import deletions
 from attnaudit.models.attention import AdditiveAttention
@@ -238,13 +239,22 @@ def run(args) -> dict:
     opts = resolve(raw.get("jain_wallace", raw))
     inputs = load_audit_inputs(dataset_dir, model_dir, args.split)
     model, n, seed = inputs.model, len(inputs.encoded), 0
-    batches = list(iterate_chunk(inputs, args.batch_size, max_tokens=args.max_batch_tokens))
+    batches = {  # as each audit's job batches them
+        audit: list(
+            iterate_chunk(
+                inputs,
+                audit_batch_size(audit, opts, args.batch_size),
+                max_tokens=audit_token_budget(audit, opts, args.max_batch_tokens),
+            )
+        )
+        for audit in args.audits or AUDITS
+    }
     ctx = Context(opts, marker_ids(inputs.vocab), seed)
     load_cpu, _ = _cpu_wall(load_audit_inputs, dataset_dir, model_dir, args.split)
     fixed = startup_cpu_seconds() + load_cpu
     print(f"fixed cost per job: {fixed:.1f} cpu-s (start-up and imports, loading the model and {n} instances)")
     results: dict = {"instances": n, "fixed_cpu_seconds": fixed, "threads": {}}
-    floor = loo_floor(model, [batch for _, batch in batches]) if "loo" in (args.audits or AUDITS) else None
+    floor = loo_floor(model, [batch for _, batch in batches["loo"]]) if "loo" in batches else None
     if floor:
         results["loo_floor"] = floor
         print(
@@ -262,8 +272,8 @@ def run(args) -> dict:
         torch.set_num_threads(threads)
         rows = {}
         for audit in args.audits or AUDITS:
-            audit_runner(audit, model, batches[:1], ctx)()  # first-call allocations off the clock
-            cpu, wall = _cpu_wall(audit_runner(audit, model, batches, ctx))
+            audit_runner(audit, model, batches[audit][:1], ctx)()  # first-call allocations off the clock
+            cpu, wall = _cpu_wall(audit_runner(audit, model, batches[audit], ctx))
             rows[audit] = {"cpu": cpu, "wall": wall, "n": n, "name": audit, "fixed": fixed}
         if not args.audits:
             cpu = sum(r["cpu"] for r in rows.values())
