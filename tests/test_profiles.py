@@ -6,6 +6,8 @@ from __future__ import annotations
 import copy
 import os
 import re
+import subprocess
+import sys
 
 import yaml
 from conftest import snakemake
@@ -56,8 +58,6 @@ def test_a_job_leaves_openmp_its_own_wait_policy_unless_the_user_sets_one(tmp_pa
     """A job given N threads owns N cores (Snakemake and Slurm reserve them), where OpenMP's default wait (spin
     briefly, then sleep) made two threads faster than one and a forced passive wait made them slower than one
     (docs/performance.md, "Two threads"); the log's first line names the policy a user exported."""
-    import subprocess
-    import sys
 
     def first_log_line(**extra):
         env = {name: value for name, value in os.environ.items() if name != "OMP_WAIT_POLICY"} | extra
