@@ -40,10 +40,9 @@ from attnaudit.auditing import instance_seed, iterate_chunk, load_audit_inputs
 from attnaudit.data import collate
 from attnaudit.importance import get_method
 from attnaudit.jain_wallace import reference
-from attnaudit.jain_wallace.adversarial import adversarial_batch
 from attnaudit.jain_wallace.common import Context
 from attnaudit.jain_wallace.options import resolve
-from attnaudit.jain_wallace.permutation import permutation_batch
+from attnaudit.jain_wallace.run import AUDITS as PROBES
 from attnaudit.jain_wallace.run import audit_batch_size, audit_token_budget
 from attnaudit.masks import content_mask, marker_ids
 from attnaudit.models import deletions
@@ -178,7 +177,7 @@ def audit_runner(audit: str, model, batches, ctx: Context):
     if audit in ("gradient", "loo"):
         method = get_method(audit)
         return lambda: [method.attribute(model, batch) for _, batch in batches]
-    per_batch = {"permutation": permutation_batch, "adversarial": adversarial_batch}[audit]
+    per_batch = PROBES[audit]
     return lambda: [per_batch(model, batch, ctx) for _, batch in batches]
 
 
@@ -239,16 +238,13 @@ def run(args) -> dict:
     opts = resolve(raw.get("jain_wallace", raw))
     inputs = load_audit_inputs(dataset_dir, model_dir, args.split)
     model, n, seed = inputs.model, len(inputs.encoded), 0
-    batches = {  # as each audit's job batches them
-        audit: list(
-            iterate_chunk(
-                inputs,
-                audit_batch_size(audit, opts, args.batch_size),
-                max_tokens=audit_token_budget(audit, opts, args.max_batch_tokens),
-            )
-        )
+    plans = {  # each audit batched as its job batches it; audits with the same plan share one list
+        audit: (audit_batch_size(audit, opts, args.batch_size), audit_token_budget(audit, opts, args.max_batch_tokens))
         for audit in args.audits or AUDITS
     }
+    shared = {json.dumps(plan): plan for plan in plans.values()}
+    built = {key: list(iterate_chunk(inputs, size, max_tokens=budget)) for key, (size, budget) in shared.items()}
+    batches = {audit: built[json.dumps(plan)] for audit, plan in plans.items()}
     ctx = Context(opts, marker_ids(inputs.vocab), seed)
     load_cpu, _ = _cpu_wall(load_audit_inputs, dataset_dir, model_dir, args.split)
     fixed = startup_cpu_seconds() + load_cpu
