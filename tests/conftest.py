@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from attnaudit.data import collate
-from attnaudit.models import AttentionClassifier, ModelConfig
+from attnaudit.models import AttentionClassifier, ModelConfig, activations
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -104,6 +104,16 @@ def pytest_collection_modifyitems(items):
 @pytest.fixture(scope="session", autouse=True)
 def _single_thread():
     torch.set_num_threads(1)
+
+
+@pytest.fixture(params=activations.ROUTES)
+def tanh_route(request, monkeypatch):
+    """Run a test under each tanh route of the hand-written recurrences (the ``ATTNAUDIT_TANH`` override, with the
+    per-process choice forgotten before and after): both must give the same numbers on any CPU."""
+    monkeypatch.setenv(activations.OVERRIDE, request.param)
+    activations.tanh_route.cache_clear()
+    yield request.param
+    activations.tanh_route.cache_clear()
 
 
 @pytest.fixture(scope="session")

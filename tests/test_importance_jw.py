@@ -55,7 +55,7 @@ def test_batched_gradient_equals_per_instance(encoder, attention):
 
 @pytest.mark.parametrize("attention", ["additive", "dot", "uniform"])
 @pytest.mark.parametrize("hidden_mode", ["plain", "concat", "residual"])
-def test_hand_written_bilstm_backward_equals_autograd(attention, hidden_mode):
+def test_hand_written_bilstm_backward_equals_autograd(attention, hidden_mode, tanh_route):
     """The BiLSTM backward through time by hand (input projections only) gives autograd's ∇e·e, padding included."""
     model = tiny_model("lstm", attention, 3, num_classes=3, hidden_mode=hidden_mode, embedding_dim=10)
     assert input_gradients.supports(model)
@@ -122,7 +122,7 @@ def test_loo_builds_every_deletion_once():
 
 @pytest.mark.parametrize("attention", ["additive", "dot"])
 @pytest.mark.parametrize("hidden_mode", ["plain", "concat", "residual"])
-def test_bilstm_deletions_without_reencoding_equal_reencoding(hidden_mode, attention):
+def test_bilstm_deletions_without_reencoding_equal_reencoding(hidden_mode, attention, tanh_route):
     """Resuming from the states a deletion leaves unchanged, with the attention softmax accumulated online, gives
     the logits of re-encoding each shorter sequence (every real deletion; instances in no particular order of
     length, one of them empty after its deletion) and the undeleted logits of the model."""

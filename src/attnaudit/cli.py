@@ -44,7 +44,14 @@ ALIASES = {
 # OpenMP's wait policy is left to OpenMP (spin briefly, then sleep): a job given N threads owns N cores (Snakemake
 # and Slurm reserve them), where a passive wait made two threads slower than one; on a machine shared with other
 # work, OMP_WAIT_POLICY=PASSIVE keeps waiting threads off the cores (docs/performance.md, "Two threads").
-RUNTIME_VARIABLES = ("GLIBC_TUNABLES", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OMP_WAIT_POLICY", "CUDA_VISIBLE_DEVICES")
+RUNTIME_VARIABLES = (
+    "GLIBC_TUNABLES",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OMP_WAIT_POLICY",
+    "CUDA_VISIBLE_DEVICES",
+    "ATTNAUDIT_TANH",
+)
 
 
 def stages_for(argv: list[str]) -> list[str]:

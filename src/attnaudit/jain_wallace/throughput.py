@@ -45,7 +45,7 @@ from attnaudit.jain_wallace.options import resolve
 from attnaudit.jain_wallace.run import AUDITS as PROBES
 from attnaudit.jain_wallace.run import audit_batch_size, audit_token_budget
 from attnaudit.masks import content_mask, marker_ids
-from attnaudit.models import deletions
+from attnaudit.models import activations, deletions
 from attnaudit.models.attention import AdditiveAttention
 from attnaudit.throughput import resolve_dirs
 
@@ -119,7 +119,8 @@ def startup_cpu_seconds() -> float:
 def machine_speed(hidden: int, width: int, rows: int = 1024, seconds: float = 0.5) -> dict:
     """Single-thread speed of this machine at a float32 matrix product ``[rows, hidden] × [hidden, width]``
     (``gmacs``: 10⁹ multiply-adds per second, best of repeated runs over about ``seconds``) and at the sigmoid and
-    tanh (``sigmoid_ns``, ``tanh_ns``: nanoseconds per element of a ``[rows, width]`` tensor, best of the same)."""
+    tanh (``sigmoid_ns``, ``tanh_ns``: nanoseconds per element of a ``[rows, width]`` tensor, best of the same; tanh
+    by the route the deletions take on this CPU, ``tanh_route``, :mod:`attnaudit.models.activations`)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     left, right = torch.randn(rows, hidden), torch.randn(hidden, width)
@@ -137,7 +138,7 @@ def machine_speed(hidden: int, width: int, rows: int = 1024, seconds: float = 0.
     try:
         mm = best(lambda: torch.mm(left, right, out=product))
         sigmoid = best(lambda: torch.sigmoid(product, out=activated))
-        tanh = best(lambda: torch.tanh(product, out=activated))
+        tanh = best(lambda: activations.tanh(product))
     finally:
         torch.set_num_threads(threads)
     per_element = 1e9 / (rows * width)  # nanoseconds per element
@@ -145,6 +146,7 @@ def machine_speed(hidden: int, width: int, rows: int = 1024, seconds: float = 0.
         "gmacs": rows * hidden * width / mm / 1e9,
         "sigmoid_ns": sigmoid * per_element,
         "tanh_ns": tanh * per_element,
+        "tanh_route": activations.tanh_route(),
     }
 
 
@@ -255,7 +257,8 @@ def run(args) -> dict:
         results["loo_floor"] = floor
         print(
             f"machine: matrix product {floor['gmacs']:.1f} GMAC/s, sigmoid {floor['sigmoid_ns']:.2f} and tanh "
-            f"{floor['tanh_ns']:.2f} ns/element (1 thread); exact loo floor {floor['seconds']:.2f} cpu-s "
+            f"({floor['tanh_route']}) {floor['tanh_ns']:.2f} ns/element (1 thread); "
+            f"exact loo floor {floor['seconds']:.2f} cpu-s "
             f"({floor['rows']:,} deletion×step rows, {floor['macs'] / 1e9:.1f} GMAC)",
             flush=True,
         )

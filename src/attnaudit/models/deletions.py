@@ -37,6 +37,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from attnaudit.models.activations import tanh, tanh_
 from attnaudit.models.attention import AdditiveAttention, DotAttention
 from attnaudit.models.batch import Batch
 from attnaudit.models.encoders import CNNEncoder, TokenwiseEncoder, token_projections
@@ -48,7 +49,7 @@ def attention_readout(attention, query: torch.Tensor | None):
     if isinstance(attention, AdditiveAttention):
         bias = attention.w_hidden.bias if query is None else attention.w_hidden.bias + attention.w_query(query)
         v = attention.v.weight[0]
-        return attention.w_hidden.weight, bias, lambda pre: torch.tanh(pre) @ v
+        return attention.w_hidden.weight, bias, lambda pre: tanh(pre) @ v
     if isinstance(attention, DotAttention) and query is None:
         weight = (attention.learned_query * attention.scale)[None, :]
         return weight, weight.new_zeros(1), lambda pre: pre[..., 0]
@@ -98,8 +99,8 @@ class Readout:
 
 def sigmoid_gates_first(weights: torch.Tensor) -> torch.Tensor:
     """Gate rows in the order i, f, o, g (PyTorch's: i, f, g, o), so that :func:`lstm_step` takes one sigmoid over
-    the first three quarters and one tanh over the last (on this CPU class tanh costs less per element than the
-    sigmoid, so the cell input is not rewritten as a sigmoid)."""
+    the first three quarters and one tanh over the last (by the route that is fast on this CPU,
+    :mod:`attnaudit.models.activations`)."""
     i, f, g, o = weights.chunk(4, dim=0)
     return torch.cat([i, f, o, g])
 
@@ -109,10 +110,10 @@ def lstm_step(pre: torch.Tensor, cell: torch.Tensor, out: tuple | None = None) -
     ``torch.lstm`` to float rounding. ``pre`` is scratch (overwritten); ``out``: (h, c) tensors to write the new
     state into (c may be ``cell`` itself)."""
     size = pre.shape[-1] // 4
-    gate, candidate = pre[..., : 3 * size].sigmoid_(), pre[..., 3 * size :].tanh_()
+    gate, candidate = pre[..., : 3 * size].sigmoid_(), tanh_(pre[..., 3 * size :])
     h, c = (None, None) if out is None else out
     cell = torch.mul(gate[..., size : 2 * size], cell, out=c).addcmul_(gate[..., :size], candidate)
-    return torch.mul(gate[..., 2 * size :], torch.tanh(cell), out=h), cell
+    return torch.mul(gate[..., 2 * size :], tanh(cell), out=h), cell
 
 
 def original_states(encoder, embedding, tokens: torch.Tensor, mask: torch.Tensor, backward: bool):

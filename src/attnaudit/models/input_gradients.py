@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import torch
 
+from attnaudit.models.activations import tanh
 from attnaudit.models.batch import Batch
 from attnaudit.models.encoders import token_projections
 
@@ -44,9 +45,9 @@ class TapedDirection:
             pre = torch.addmm(pre_inputs[step], h, w_hh_t)
             sig = torch.sigmoid(pre)
             i, f, o = sig[:, : self.size], sig[:, self.size : 2 * self.size], sig[:, 3 * self.size :]
-            g = torch.tanh(pre[:, 2 * self.size : 3 * self.size])
+            g = tanh(pre[:, 2 * self.size : 3 * self.size])
             c = torch.addcmul(f * c, i, g)
-            tanh_c = torch.tanh(c)
+            tanh_c = tanh(c)
             h = o * tanh_c
             self.gates.append(torch.cat([i, f, g, o], dim=1))
             self.cells.append(c)
