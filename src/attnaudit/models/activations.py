@@ -8,7 +8,8 @@ and three times tanh(x) = 2σ(2x) − 1 computed in four passes (~0.95 ns; ``doc
 Intel CPUs*). The route is fixed once per process by the CPU's vendor and PyTorch's MKL build — never by a
 timing, so one machine always computes the same numbers: ``native`` (``torch.tanh``) on Intel CPUs, on CPUs of
 other architectures (no MKL) and wherever the vendor cannot be read, ``sigmoid`` on other x86 CPUs with an MKL
-build. ``ATTNAUDIT_TANH=native|sigmoid`` overrides the choice (benchmarks; every job's log names it).
+build; tensors on a GPU always take ``torch.tanh``. ``ATTNAUDIT_TANH=native|sigmoid`` overrides the choice
+(benchmarks; every job's log names it).
 
 The two routes agree to float32 rounding in absolute terms (2σ(2x) − 1 loses relative precision only where
 |tanh x| is below ~10⁻⁷, far below anything an LSTM state or an attention score resolves).
@@ -55,15 +56,17 @@ def tanh_route() -> str:
     return route_for(platform.machine(), cpu_vendor(), torch.backends.mkl.is_available(), os.environ.get(OVERRIDE))
 
 
+def by_sigmoid(x: torch.Tensor) -> bool:
+    """Whether tanh of ``x`` goes through the sigmoid: a CPU tensor on a machine whose route is ``sigmoid`` (a GPU
+    has its own tanh kernel)."""
+    return x.device.type == "cpu" and tanh_route() == "sigmoid"
+
+
 def tanh(x: torch.Tensor) -> torch.Tensor:
     """tanh(x) as a new tensor, by :func:`tanh_route`."""
-    if tanh_route() == "native":
-        return torch.tanh(x)
-    return torch.mul(x, 2.0).sigmoid_().mul_(2.0).sub_(1.0)
+    return torch.mul(x, 2.0).sigmoid_().mul_(2.0).sub_(1.0) if by_sigmoid(x) else torch.tanh(x)
 
 
 def tanh_(x: torch.Tensor) -> torch.Tensor:
     """tanh(x) in place, by :func:`tanh_route`."""
-    if tanh_route() == "native":
-        return x.tanh_()
-    return x.mul_(2.0).sigmoid_().mul_(2.0).sub_(1.0)
+    return x.mul_(2.0).sigmoid_().mul_(2.0).sub_(1.0) if by_sigmoid(x) else x.tanh_()
