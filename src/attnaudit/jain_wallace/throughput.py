@@ -71,16 +71,17 @@ JW_CODE = {
 
 COLUMNS = (*AUDITS, "all_four", "training_epoch")
 
-#: J&W's code measured again, side by side with attnaudit, on two machines of the class (1 thread; medians of three
-#: alternating runs). Files of successar/AttentionExplanation from the commits listed in ``docs/performance.md``
+#: J&W's code measured again, side by side with attnaudit, on three machines of the class (1 thread; medians of
+#: three alternating runs). Files of successar/AttentionExplanation from the commits listed in ``docs/performance.md``
 #: with four compatibility edits (no algorithm, hyper-parameter or batch size changed); random 300-d embeddings in
 #: place of fastText (offline). ``cpu_seconds``: their experiment call alone (``Evaluator.<x>_experiment``;
 #: ``model.train`` for the epoch); ``process_cpu_seconds``: the whole process (start-up, loading, their evaluation
-#: pass, the experiment; all four: the sum of four processes). ``gmacs``: this bench's single-thread matrix-product
-#: speed on that machine, by which :func:`nearest_rerun` picks the rerun to compare with.
+#: pass, the experiment; all four: the sum of four processes). ``vendor`` (the CPU's ``vendor_id``) and ``gmacs``
+#: (this bench's single-thread matrix-product speed there): how :func:`nearest_rerun` picks the rerun to compare with.
 JW_CODE_RERUNS = (
     {
         "machine": "a slow machine of the class (2026-11-23; sigmoid 0.90 ns per element)",
+        "vendor": "GenuineIntel",
         "gmacs": 40.0,  # the bench's machine line read 36–45 GMAC/s
         "instances": {"test": 1725, "train": 6355},
         "cpu_seconds": dict(zip(COLUMNS, (3.40, 19.61, 14.31, 111.81, 149.13, 24.77), strict=True)),
@@ -88,17 +89,29 @@ JW_CODE_RERUNS = (
     },
     {
         "machine": "an AVX-512 Xeon (2026-11-24; sigmoid 0.34–0.37 ns per element)",
+        "vendor": "GenuineIntel",
         "gmacs": 88.0,  # the bench's machine line read 83–94 GMAC/s
         "instances": {"test": 1725, "train": 6355},
         "cpu_seconds": dict(zip(COLUMNS, (2.08, 8.85, 5.87, 63.60, 80.40, 16.04), strict=True)),
         "process_cpu_seconds": dict(zip(COLUMNS, (6.95, 13.57, 10.57, 68.30, 99.39, 20.41), strict=True)),
     },
+    {
+        "machine": "an AMD EPYC (2026-11-26; sigmoid 0.43 ns, MKL's tanh 2.5 ns per element)",
+        "vendor": "AuthenticAMD",
+        "gmacs": 49.4,  # the bench's machine line read 49.2–49.6 GMAC/s
+        "instances": {"test": 1725, "train": 6355},
+        "cpu_seconds": dict(zip(COLUMNS, (2.11, 12.70, 7.81, 51.42, 74.04, 14.50), strict=True)),
+        "process_cpu_seconds": dict(zip(COLUMNS, (7.62, 18.16, 12.98, 56.72, 95.49, 18.91), strict=True)),
+    },
 )
 
 
-def nearest_rerun(gmacs: float) -> dict:
-    """The J&W-code rerun measured on the machine whose matrix-product speed is nearest (by ratio) to ``gmacs``."""
-    return min(JW_CODE_RERUNS, key=lambda rerun: abs(np.log(rerun["gmacs"] / gmacs)))
+def nearest_rerun(gmacs: float, vendor: str | None) -> dict:
+    """The J&W-code rerun to compare with on this machine: among the reruns on a CPU of the same ``vendor`` (if
+    any — PyTorch's MKL maths takes a different path off Intel CPUs, :mod:`attnaudit.models.activations`), the one
+    whose matrix-product speed is nearest (by ratio) to ``gmacs``."""
+    same_vendor = [rerun for rerun in JW_CODE_RERUNS if rerun["vendor"] == vendor]
+    return min(same_vendor or JW_CODE_RERUNS, key=lambda rerun: abs(np.log(rerun["gmacs"] / gmacs)))
 
 
 def _cpu_wall(fn, *args) -> tuple[float, float]:
@@ -262,7 +275,7 @@ def run(args) -> dict:
             f"({floor['rows']:,} deletion×step rows, {floor['macs'] / 1e9:.1f} GMAC)",
             flush=True,
         )
-    rerun = nearest_rerun((floor or machine_speed(128, 512))["gmacs"])
+    rerun = nearest_rerun((floor or machine_speed(128, 512))["gmacs"], activations.cpu_vendor())
     results["jw_rerun_machine"] = rerun["machine"]
     print(f"jw_rerun_ratio: against J&W's code run on {rerun['machine']}", flush=True)
     embeddings = Path(args.embeddings) if args.embeddings else dataset_dir.parent.parent / "embeddings"
