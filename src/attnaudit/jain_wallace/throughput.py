@@ -51,13 +51,14 @@ from attnaudit.throughput import resolve_dirs
 
 log = logging.getLogger(__name__)
 AUDITS = ("gradient", "loo", "permutation", "adversarial")
+JW_INSTANCES = {"test": 1725, "train": 6355}  # SST test and train after the length filter of J&W's code
 
 #: Jain & Wallace's code (successar/AttentionExplanation @ 425a89a, compatibility shims only) on SST with the
 #: BiLSTM + additive attention, seed 0, 1 thread, whole processes including start-up; medians of three alternating
 #: runs, CPU seconds (issue #13 of this project, measured on this machine class). Permutation: 100 permutations;
 #: adversarial: k = 5, 500 steps.
 JW_CODE = {
-    "instances": {"test": 1725, "train": 6355},
+    "instances": JW_INSTANCES,
     "cpu_seconds": {
         "gradient": 9.2,
         "loo": 21.2,
@@ -71,6 +72,19 @@ JW_CODE = {
 
 COLUMNS = (*AUDITS, "all_four", "training_epoch")
 
+
+def jw_code_rerun(machine: str, vendor: str, gmacs: float, cpu_seconds: tuple, process_cpu_seconds: tuple) -> dict:
+    """One side-by-side measurement of J&W's code; the seconds in the order of ``COLUMNS``."""
+    return {
+        "machine": machine,
+        "vendor": vendor,
+        "gmacs": gmacs,
+        "instances": JW_INSTANCES,
+        "cpu_seconds": dict(zip(COLUMNS, cpu_seconds, strict=True)),
+        "process_cpu_seconds": dict(zip(COLUMNS, process_cpu_seconds, strict=True)),
+    }
+
+
 #: J&W's code measured again, side by side with attnaudit, on three machines of the class (1 thread; medians of
 #: three alternating runs). Files of successar/AttentionExplanation from the commits listed in ``docs/performance.md``
 #: with four compatibility edits (no algorithm, hyper-parameter or batch size changed); random 300-d embeddings in
@@ -79,30 +93,27 @@ COLUMNS = (*AUDITS, "all_four", "training_epoch")
 #: pass, the experiment; all four: the sum of four processes). ``vendor`` (the CPU's ``vendor_id``) and ``gmacs``
 #: (this bench's single-thread matrix-product speed there): how :func:`nearest_rerun` picks the rerun to compare with.
 JW_CODE_RERUNS = (
-    {
-        "machine": "a slow machine of the class (2026-11-23; sigmoid 0.90 ns per element)",
-        "vendor": "GenuineIntel",
-        "gmacs": 40.0,  # the bench's machine line read 36–45 GMAC/s
-        "instances": {"test": 1725, "train": 6355},
-        "cpu_seconds": dict(zip(COLUMNS, (3.40, 19.61, 14.31, 111.81, 149.13, 24.77), strict=True)),
-        "process_cpu_seconds": dict(zip(COLUMNS, (14.04, 30.15, 25.16, 122.74, 192.09, 34.79), strict=True)),
-    },
-    {
-        "machine": "an AVX-512 Xeon (2026-11-24; sigmoid 0.34–0.37 ns per element)",
-        "vendor": "GenuineIntel",
-        "gmacs": 88.0,  # the bench's machine line read 83–94 GMAC/s
-        "instances": {"test": 1725, "train": 6355},
-        "cpu_seconds": dict(zip(COLUMNS, (2.08, 8.85, 5.87, 63.60, 80.40, 16.04), strict=True)),
-        "process_cpu_seconds": dict(zip(COLUMNS, (6.95, 13.57, 10.57, 68.30, 99.39, 20.41), strict=True)),
-    },
-    {
-        "machine": "an AMD EPYC (2026-11-26; sigmoid 0.43 ns, MKL's tanh 2.5 ns per element)",
-        "vendor": "AuthenticAMD",
-        "gmacs": 49.4,  # the bench's machine line read 49.2–49.6 GMAC/s
-        "instances": {"test": 1725, "train": 6355},
-        "cpu_seconds": dict(zip(COLUMNS, (2.11, 12.70, 7.81, 51.42, 74.04, 14.50), strict=True)),
-        "process_cpu_seconds": dict(zip(COLUMNS, (7.62, 18.16, 12.98, 56.72, 95.49, 18.91), strict=True)),
-    },
+    jw_code_rerun(
+        "a slow machine of the class (2026-11-23; sigmoid 0.90 ns per element)",
+        "GenuineIntel",
+        40.0,  # the bench's machine line read 36–45 GMAC/s
+        (3.40, 19.61, 14.31, 111.81, 149.13, 24.77),
+        (14.04, 30.15, 25.16, 122.74, 192.09, 34.79),
+    ),
+    jw_code_rerun(
+        "an AVX-512 Xeon (2026-11-24; sigmoid 0.34–0.37 ns per element)",
+        "GenuineIntel",
+        88.0,  # the bench's machine line read 83–94 GMAC/s
+        (2.08, 8.85, 5.87, 63.60, 80.40, 16.04),
+        (6.95, 13.57, 10.57, 68.30, 99.39, 20.41),
+    ),
+    jw_code_rerun(
+        "an AMD EPYC (2026-11-26; sigmoid 0.43 ns, MKL's tanh 2.5 ns per element)",
+        "AuthenticAMD",
+        49.4,  # the bench's machine line read 49.2–49.6 GMAC/s
+        (2.11, 12.70, 7.81, 51.42, 74.04, 14.50),
+        (7.62, 18.16, 12.98, 56.72, 95.49, 18.91),
+    ),
 )
 
 
