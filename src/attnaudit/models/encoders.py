@@ -45,8 +45,8 @@ class LSTMEncoder(nn.Module):
         states = embedded
         for layer in range(self.rnn.num_layers):
             forward = self._direction(states, self.weights(layer, False))
-            backward = self._direction(states.gather(1, reverse.expand_as(states)), self.weights(layer, True))
-            backward = backward.gather(1, reverse.expand_as(backward))
+            backward = self._direction(reverse_within_lengths(states, reverse), self.weights(layer, True))
+            backward = reverse_within_lengths(backward, reverse)
             states = torch.cat([forward, backward], dim=-1) * mask[:, :, None].to(embedded.dtype)
         return states
 
@@ -55,6 +55,17 @@ class LSTMEncoder(nn.Module):
         """Deletions can resume from the original states (:mod:`attnaudit.models.deletions`) for one layer only: a
         second layer reads backward states that change before the deleted token."""
         return self.rnn.num_layers == 1 and not self.training
+
+
+def reverse_within_lengths(values: torch.Tensor, reverse: torch.Tensor) -> torch.Tensor:
+    """``values`` ``[N, T, ·]`` with each sequence reversed within its own length by ``reverse`` ``[N, T, 1]``
+    (:meth:`LSTMEncoder.reversal`): whole rows copied by one ``index_select`` of the flattened positions, whose
+    backward (``index_add_`` of a permutation) is as exact as ``gather``'s ``scatter_add_`` and, with it, 4–6×
+    faster on a CPU (3 % of a training epoch of the SST BiLSTM)."""
+    n_rows, width = reverse.shape[:2]
+    starts = torch.arange(0, n_rows * width, width, device=reverse.device)[:, None]
+    flat = values.reshape(n_rows * width, -1).index_select(0, (reverse[..., 0] + starts).reshape(-1))
+    return flat.view(values.shape)
 
 
 def token_projections(embedding: nn.Embedding, tokens: torch.Tensor, weight: torch.Tensor):

@@ -20,7 +20,7 @@ import torch
 
 from attnaudit.models.activations import tanh
 from attnaudit.models.batch import Batch
-from attnaudit.models.encoders import token_projections
+from attnaudit.models.encoders import reverse_within_lengths, token_projections
 
 
 def supports(model) -> bool:
@@ -57,7 +57,7 @@ class TapedDirection:
 
     def in_input_order(self, values: torch.Tensor) -> torch.Tensor:
         """``[N, T, ·]`` in this direction's step order → the input's order (the reversal is an involution)."""
-        return values if self.reverse is None else values.gather(1, self.reverse.expand_as(values))
+        return values if self.reverse is None else reverse_within_lengths(values, self.reverse)
 
     def input_contributions(self, grad_hidden: torch.Tensor, direction: torch.Tensor) -> torch.Tensor:
         """Backward through time from ∂f/∂h ``[N, T, H]`` (input order): δ_t · (W_ih v_t) per position ``[N, T]``
