@@ -34,6 +34,7 @@ import torch
 from attnaudit import AttnauditError
 from attnaudit.importance.registry import ImportanceMethod, UnsupportedArchitecture, register
 from attnaudit.models import AttentionClassifier, Batch
+from attnaudit.models.encoders import LSTMEncoder, reverse_within_lengths
 
 LRP_OUTPUTS = ("margin", "logit")
 
@@ -114,18 +115,6 @@ def _lstm_relevance(
     return relevance_x, absorbed
 
 
-def _reverse_index(mask: torch.Tensor) -> torch.Tensor:
-    """[B, T] gather index reversing each instance's real tokens in place (padding stays put); an involution."""
-    width = mask.shape[1]
-    positions = torch.arange(width, device=mask.device).expand_as(mask)
-    lengths = mask.sum(dim=1, keepdim=True)
-    return torch.where(positions < lengths, lengths - 1 - positions, positions)
-
-
-def _gather_time(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-    return x.gather(1, index.unsqueeze(-1).expand(-1, -1, x.shape[-1]))
-
-
 class _LSTMRule:
     def __init__(self, model: AttentionClassifier, embedded: torch.Tensor, mask: torch.Tensor):
         rnn = model.encoder.rnn
@@ -136,25 +125,25 @@ class _LSTMRule:
             tuple(getattr(rnn, f"{name}_l0{suffix}") for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))
             for suffix in ("", "_reverse")
         ]
-        self.rev = _reverse_index(mask)
+        self.rev = LSTMEncoder.reversal(mask)
         self.forward_trace = _lstm_forward(embedded, *self.params[0])
-        self.backward_trace = _lstm_forward(_gather_time(embedded, self.rev), *self.params[1])
+        self.backward_trace = _lstm_forward(reverse_within_lengths(embedded, self.rev), *self.params[1])
 
     def hidden(self) -> torch.Tensor:
-        h = torch.cat([self.forward_trace.h, _gather_time(self.backward_trace.h, self.rev)], dim=-1)
+        h = torch.cat([self.forward_trace.h, reverse_within_lengths(self.backward_trace.h, self.rev)], dim=-1)
         return h * self.mask.unsqueeze(-1)  # the packed LSTM outputs zeros on padding
 
     def relevance(self, relevance_h: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
         half = relevance_h.shape[-1] // 2
         r_fwd, a_fwd = _lstm_relevance(self.x, self.forward_trace, *self.params[0], relevance_h[..., :half], eps)
         r_bwd, a_bwd = _lstm_relevance(
-            _gather_time(self.x, self.rev),
+            reverse_within_lengths(self.x, self.rev),
             self.backward_trace,
             *self.params[1],
-            _gather_time(relevance_h[..., half:], self.rev),
+            reverse_within_lengths(relevance_h[..., half:], self.rev),
             eps,
         )
-        return r_fwd + _gather_time(r_bwd, self.rev), a_fwd + a_bwd
+        return r_fwd + reverse_within_lengths(r_bwd, self.rev), a_fwd + a_bwd
 
 
 # -- CNN and average encoders: ε-rule through Conv1d / Linear, ReLU as identity ----------------------------------
