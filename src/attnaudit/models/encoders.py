@@ -60,8 +60,8 @@ class LSTMEncoder(nn.Module):
 def reverse_within_lengths(values: torch.Tensor, reverse: torch.Tensor) -> torch.Tensor:
     """``values`` ``[N, T, ·]`` with each sequence reversed within its own length by ``reverse`` ``[N, T, 1]``
     (:meth:`LSTMEncoder.reversal`): whole rows copied by one ``index_select`` of the flattened positions, whose
-    backward (``index_add_`` of a permutation) is as exact as ``gather``'s ``scatter_add_`` and, with it, 4–6×
-    faster on a CPU (3 % of a training epoch of the SST BiLSTM)."""
+    backward (the sum of a permutation) is as exact as ``gather``'s ``scatter_add_``; forward and backward together
+    4–6× faster than ``gather`` on a CPU, ~2 % of a training epoch of the SST BiLSTM (``docs/performance.md``)."""
     n_rows, width = reverse.shape[:2]
     starts = torch.arange(0, n_rows * width, width, device=reverse.device)[:, None]
     flat = values.reshape(n_rows * width, -1).index_select(0, (reverse[..., 0] + starts).reshape(-1))
