@@ -79,6 +79,27 @@ def test_lstm_encoder_equals_packed_nn_lstm(training, layers):
         torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
 
 
+@pytest.mark.parametrize("rows", [0, 4])
+def test_reverse_within_lengths_is_gather_exactly(rows):
+    """Reversing each sequence within its length by rows gives gather's values and gradients bit for bit (a
+    permutation), for a non-contiguous input and for an empty batch."""
+    from attnaudit.models.encoders import LSTMEncoder, reverse_within_lengths
+
+    generator = torch.Generator().manual_seed(0)
+    lengths = torch.tensor([7, 1, 4, 6])[:rows]
+    mask = torch.arange(7)[None, :] < lengths[:, None]
+    reverse = LSTMEncoder.reversal(mask)
+    values = torch.randn(rows, 7, 10, generator=generator)[..., ::2].requires_grad_(True)  # [rows, 7, 5] strided
+    ours, theirs = reverse_within_lengths(values, reverse), values.gather(1, reverse.expand_as(values))
+    assert torch.equal(ours, theirs)
+    if rows:
+        assert torch.equal(ours[0], values[0].flip(0)) and torch.equal(ours[2, 4:], values[2, 4:])
+        weights = torch.randn(ours.shape, generator=generator)
+        (grad_ours,) = torch.autograd.grad((ours * weights).sum(), values)
+        (grad_theirs,) = torch.autograd.grad((theirs * weights).sum(), values)
+        assert torch.equal(grad_ours, grad_theirs)
+
+
 def test_forward_from_given_embeddings_and_detached_attention_gradients():
     model, batch = make("lstm", "additive"), collate(sequences())
     embedded = model.embed(batch).detach().requires_grad_(True)
