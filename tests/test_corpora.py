@@ -457,8 +457,55 @@ def test_user_jsonl(tmp_path):
     assert "bad.jsonl:2:" in str(err.value) and "invalid JSON" in str(err.value)
 
     cfg = _user(tmp_path, "nolabel.jsonl", '{"text": "a", "label": 1}\n{"text": "b"}\n')
-    with pytest.raises(AttnauditError, match=r"nolabel.jsonl:2: column 'label' is missing"):
+    with pytest.raises(
+        AttnauditError, match=r"nolabel.jsonl:2: column 'label' \(corpora.user.mine.label_column\) is missing"
+    ):
         build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)
+
+
+def test_user_csv_header_naming_a_column_twice_is_rejected(tmp_path):
+    cfg = _user(tmp_path, "d.csv", "id,text,label,text\n1,good,pos,train\n2,bad,neg,test\n")
+    with pytest.raises(AttnauditError, match=r"d.csv:1: the header names column\(s\) \['text'\] more than once"):
+        build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)
+
+
+def test_user_jsonl_lines_end_only_at_newlines(tmp_path):
+    """U+2028 and U+0085 are valid raw inside a JSON string (``json.dumps(ensure_ascii=False)`` writes them);
+    CR, LF and CRLF end lines."""
+    rows = [{"text": "one\u2028two\x85three", "label": "pos"}, {"text": "four", "label": "neg"}]
+    content = "\r".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\r\n" + json.dumps(rows[1]) + "\n"
+    frame, _ = build_corpus("mine", raw_dir=tmp_path, user_corpora=_user(tmp_path, "u.jsonl", content))
+    assert frame["text"].tolist() == ["one\u2028two\x85three", "four", "four"]
+    assert frame["label"].tolist() == [1, 0, 0]
+
+
+@pytest.mark.parametrize(
+    "name, content, what",
+    [
+        ("n.csv", "text,label\na,pos\nb,NaN\n", "n.csv:3: label 'NaN' in column 'label' looks like a missing value"),
+        ("n.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": NaN}\n', "n.jsonl:2: missing label"),
+        ("o.jsonl", '{"text": "a", "label": {"y": "pos"}}\n', "o.jsonl:1: label in column 'label' must be a class"),
+        ("f.csv", "text,label\na,1\nb,0.731\n", "f.csv:3: label '0.731' in column 'label' is a fractional number"),
+        ("f.jsonl", '{"text": "a", "label": 0.25}\n', "f.jsonl:1: label 0.25 in column 'label' is a fractional"),
+    ],
+)
+def test_user_labels_that_are_no_class_name_line(tmp_path, name, content, what):
+    with pytest.raises(AttnauditError) as err:
+        build_corpus("mine", raw_dir=tmp_path, user_corpora=_user(tmp_path, name, content))
+    assert what in str(err.value)
+
+
+def test_user_integer_labels_written_as_floats_are_the_same_class(tmp_path):
+    """A CSV written from a float column says 1.0 where another file says 1; JSON 1 and 1.0 are equal anyway."""
+    for name, content in [
+        ("i.csv", "text,label\na,1\nb,1.0\nc,0.0\n"),
+        ("i.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": 1.0}\n{"text": "c", "label": 0}\n'),
+    ]:
+        frame, manifest = build_corpus("mine", raw_dir=tmp_path, user_corpora=_user(tmp_path, name, content))
+        assert manifest["label_names"] == ["0", "1"] and frame["label"].tolist() == [1, 1, 0], name
+    # a fractional name is a class name when label_names lists it
+    cfg = _user(tmp_path, "h.csv", "text,label\na,0.5\nb,1\n", label_names=["0.5", "1"])
+    assert build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)[0]["label"].tolist() == [0, 1]
 
 
 def test_user_config_errors(tmp_path):
@@ -474,6 +521,18 @@ def test_user_config_errors(tmp_path):
         )
     with pytest.raises(AttnauditError, match="collides"):
         get_spec("sst", {"sst": cfg["mine"]})
+    with pytest.raises(AttnauditError, match=r"corpora.user.mine.path: .* is a directory"):
+        build_corpus(
+            "mine",
+            raw_dir=tmp_path,
+            user_corpora={"mine": {**_user(tmp_path, "c.csv", "")["mine"], "path": str(tmp_path)}},
+        )
+    missing_column = _user(tmp_path, "c.csv", "text,stars\na,1\n")
+    with pytest.raises(AttnauditError, match=r"c.csv:2: column 'label' \(corpora.user.mine.label_column\) is missing"):
+        build_corpus("mine", raw_dir=tmp_path, user_corpora=missing_column)
+    bad_names = _user(tmp_path, "c.csv", "text,label\na,1\n", label_names=["a", "a"])
+    with pytest.raises(AttnauditError, match=r"corpora.user.mine.label_names must be a non-empty list"):
+        build_corpus("mine", raw_dir=tmp_path, user_corpora=bad_names)
 
 
 def test_unknown_corpus_lists_valid_names():

@@ -11,6 +11,7 @@ import csv
 import io
 import json
 import logging
+import math
 import re
 import zipfile
 from collections.abc import Iterator
@@ -385,6 +386,18 @@ USER_KEYS = {
 USER_REQUIRED = ("path", "text_column", "label_column")
 
 
+def json_lines(text: str) -> list[str]:
+    """The lines of a JSON Lines text, ended by ``\\n``, ``\\r\\n`` or ``\\r`` (which a JSON string cannot hold
+    raw) only: ``str.splitlines`` would also split inside a string at U+2028, U+0085 and the other separators
+    that ``json.dumps(..., ensure_ascii=False)`` writes as they are."""
+    return re.split(r"\r\n?|\n", text)
+
+
+def json_error(err: json.JSONDecodeError) -> str:
+    """``msg: column n`` of a JSON error on one line."""
+    return f"{err.msg}: column {err.colno}"
+
+
 def _user_records(path: Path, fmt: str, encoding: str) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line, record) from a CSV with a header row or from JSON Lines (one object per line)."""
     if fmt == "csv":
@@ -393,28 +406,63 @@ def _user_records(path: Path, fmt: str, encoding: str) -> Iterator[tuple[int, di
             _, header = next(records)
         except StopIteration:
             raise AttnauditError(f"{path}: empty CSV file (expected a header row)") from None
+        repeated = sorted({name for name in header if header.count(name) > 1})
+        if repeated:
+            raise AttnauditError(
+                f"{path}:1: the header names column(s) {repeated} more than once; which one is meant is ambiguous, "
+                "so give every column its own name"
+            )
         for line, fields in records:
             yield line, dict(zip(header, fields))
         return
-    for line, raw in enumerate(decode_file(path, encoding).splitlines(), start=1):
+    for line, raw in enumerate(json_lines(decode_file(path, encoding)), start=1):
         if not raw.strip():
             continue
         try:
             record = json.loads(raw)
         except json.JSONDecodeError as err:
-            raise AttnauditError(f"{path}:{line}: invalid JSON ({err.msg} at column {err.colno})") from err
+            raise AttnauditError(f"{path}:{line}: invalid JSON ({json_error(err)})") from err
         if not isinstance(record, dict):
             raise AttnauditError(f"{path}:{line}: expected a JSON object, found {type(record).__name__}")
         yield line, record
 
 
-def _label_mapping(values: list[Any], label_names: list[str] | None, where: list[str]) -> tuple[list[str], list[int]]:
+_NUMBER = re.compile(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*")
+
+
+def checked_label(label: Any, at: str, column: str, label_names: list | None) -> Any:
+    """A raw label as read (a stripped string, or a JSON number), or an error naming the line: missing values
+    (empty, null, NaN), JSON objects and arrays, and — unless ``label_names`` lists the classes — fractional
+    numbers (a score is not a class: 270 one-example classes would train nothing), are not class labels."""
+    if isinstance(label, str):
+        label = label.strip()
+    if label is None or label == "" or (isinstance(label, float) and math.isnan(label)):
+        raise AttnauditError(f"{at}: missing label in column {column!r}")
+    if isinstance(label, str) and label.lower() == "nan":
+        raise AttnauditError(f"{at}: label {label!r} in column {column!r} looks like a missing value")
+    if not isinstance(label, str | int | float):
+        raise AttnauditError(
+            f"{at}: label in column {column!r} must be a class name or an integer, found a JSON "
+            f"{'object' if isinstance(label, dict) else 'array' if isinstance(label, list) else type(label).__name__}"
+        )
+    fractional = isinstance(label, float) or (isinstance(label, str) and _NUMBER.fullmatch(label))
+    if label_names is None and fractional and _as_int(label) is None:
+        raise AttnauditError(
+            f"{at}: label {label!r} in column {column!r} is a fractional number; labels are class names or "
+            "integers (list the classes in label_names if such names are meant)"
+        )
+    return label
+
+
+def _label_mapping(
+    values: list[Any], label_names: list[str] | None, where: list[str], key: str = "label_names"
+) -> tuple[list[str], list[int]]:
     """Map raw labels to 0..C-1: via ``label_names`` (a name, or an integer index), else sorted unique values
     (numerically when all are integers)."""
     if label_names is not None:
         names = [str(n) for n in label_names]
         if len(set(names)) != len(names) or not names:
-            raise AttnauditError(f"label_names must be a non-empty list of distinct names, got {label_names!r}")
+            raise AttnauditError(f"{key} must be a non-empty list of distinct names, got {label_names!r}")
         index = {n: i for i, n in enumerate(names)}
         ids = []
         for value, at in zip(values, where):
@@ -444,8 +492,8 @@ def _as_int(value: Any) -> int | None:
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
-        return int(value)
+    if isinstance(value, str) and re.fullmatch(r"\s*-?\d+(\.0*)?\s*", value):  # "1.0" too (a float column)
+        return int(value.strip().split(".")[0])
     return None
 
 
@@ -470,6 +518,8 @@ def read_user(name: str, config: dict) -> tuple[pd.DataFrame, dict]:
     workflow passes the hash it planned with (``sha256``), checked.
     """
     path = Path(config["path"]).expanduser()
+    if path.is_dir():
+        raise AttnauditError(f"corpora.user.{name}.path: {path} is a directory; expected a CSV or JSONL file")
     if not path.is_file():
         raise AttnauditError(
             f"corpora.user.{name}.path: file {path} does not exist (relative paths are relative to the working "
@@ -478,15 +528,16 @@ def read_user(name: str, config: dict) -> tuple[pd.DataFrame, dict]:
     fmt, encoding = user_format(name, config), config.get("encoding") or "utf-8"
     text_col, label_col = config["text_column"], config["label_column"]
     split_col, id_col = config.get("split_column"), config.get("id_column")
+    columns = {"text_column": text_col, "label_column": label_col, "split_column": split_col, "id_column": id_col}
     texts, values, splits, ids, where = [], [], [], [], []
     for n, (line, record) in enumerate(_user_records(path, fmt, encoding)):
         at = f"{path}:{line}"
-        for key in (text_col, label_col, split_col, id_col):
+        for option, key in columns.items():
             if key is not None and key not in record:
-                raise AttnauditError(f"{at}: column {key!r} is missing (columns: {sorted(record)})")
-        label = record[label_col]
-        if label is None or (isinstance(label, str) and not label.strip()):
-            raise AttnauditError(f"{at}: missing label in column {label_col!r}")
+                raise AttnauditError(
+                    f"{at}: column {key!r} (corpora.user.{name}.{option}) is missing (columns: {sorted(record)})"
+                )
+        label = checked_label(record[label_col], at, label_col, config.get("label_names"))
         text = record[text_col]
         if text is not None and not isinstance(text, str):
             raise AttnauditError(f"{at}: column {text_col!r} must be text, found {type(text).__name__}")
@@ -508,7 +559,7 @@ def read_user(name: str, config: dict) -> tuple[pd.DataFrame, dict]:
     if len(set(ids)) != len(ids):
         dupes = sorted(pd.Series(ids)[pd.Series(ids).duplicated()].unique())[:5]
         raise AttnauditError(f"{path}: id_column {id_col!r} has duplicate ids, e.g. {dupes}")
-    label_names, labels = _label_mapping(values, config.get("label_names"), where)
+    label_names, labels = _label_mapping(values, config.get("label_names"), where, f"corpora.user.{name}.label_names")
     frame = _frame([{"id": i, "split": s, "label": lab, "text": t} for i, s, lab, t in zip(ids, splits, labels, texts)])
     mapping = {}
     for value, label in zip(values, labels):
@@ -649,13 +700,13 @@ def read_snli_jsonl(path: Path | str, split: str, text: str | None = None) -> tu
     hypothesis, or with an unknown label, stops with the file and line."""
     rows, dropped = [], 0
     text = decode_file(Path(path)) if text is None else text
-    for line_no, raw in enumerate(text.splitlines(), start=1):
+    for line_no, raw in enumerate(json_lines(text), start=1):
         if not raw.strip():
             continue
         try:
             record = json.loads(raw)
         except json.JSONDecodeError as err:
-            raise AttnauditError(f"{path}:{line_no}: invalid JSON ({err.msg} at column {err.colno})") from err
+            raise AttnauditError(f"{path}:{line_no}: invalid JSON ({json_error(err)})") from err
         gold = record.get("gold_label")
         if gold == "-":
             dropped += 1
