@@ -20,7 +20,10 @@ from attnaudit.tokenise.tokenisation import check_user_dataset
 
 validate(config, "../schemas/config.schema.yaml")
 
-USER_CORPORA = config["corpora"].get("user", {})
+USER_CORPORA = {  # a path may start with ~ (the user's home)
+    name: {**entry, "path": os.path.expanduser(entry["path"])} if "path" in entry else entry
+    for name, entry in config["corpora"].get("user", {}).items()
+}
 
 
 def needs_user_data(entry):
@@ -127,7 +130,12 @@ for _dataset in DATASETS:
             tokenise_options(_dataset),
             config["seed"],
         )
-USER_CORPUS_SHA256 = {name: sha256_file(entry["path"]) for name, entry in USER_CORPORA.items()}
+# only the corpora a dataset uses: an entry left in the config for a file since deleted stops nothing
+USER_CORPUS_SHA256 = {
+    name: sha256_file(entry["path"])
+    for name, entry in USER_CORPORA.items()
+    if name in {corpus_of(dataset) for dataset in DATASETS}
+}
 
 
 def dataset_files(dataset):

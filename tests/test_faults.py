@@ -92,6 +92,51 @@ def test_user_corpus_name_with_a_hyphen_is_rejected_by_the_schema(tmp_path):
     assert "'my-corpus' does not match" in output, output[-3000:]
 
 
+def split_corpus(path: Path, per_split: dict[str, list[str]], blank: str | None = None) -> Path:
+    """A user CSV with a split column: ``per_split`` lists each split's labels; texts of the ``blank`` split are
+    whitespace only (the tokeniser drops them)."""
+    rng = np.random.default_rng(0)
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=["text", "label", "split"])
+        writer.writeheader()
+        for split, labels in per_split.items():
+            for label in labels:
+                text = "  " if split == blank else " ".join(rng.choice(WORDS, size=6))
+                writer.writerow({"text": text, "label": label, "split": split})
+    return path
+
+
+BALANCED = {"train": ["pos", "neg"] * 20, "dev": ["pos", "neg"] * 5, "test": ["pos", "neg"] * 5}
+
+
+@pytest.mark.parametrize(
+    "per_split,entry,blank,expected",
+    [
+        ({**BALANCED, "test": ["neg"] * 10}, {}, None, "test has none of class(es) ['pos']"),
+        ({**BALANCED, "test": ["pos", "neg", "odd"] * 4}, {}, None, "train has none of class(es) ['odd']"),
+        (BALANCED, {"label_names": ["neg", "pos", "neutral"]}, None, "none of class(es) ['neutral']"),
+        (BALANCED, {}, "test", "has no test examples"),
+    ],
+    ids=["one-class test split", "class only in test", "a listed class without examples", "blank test texts"],
+)
+def test_user_corpus_needs_every_class_in_every_split(tmp_path, per_split, entry, blank, expected):
+    """A one-class test split would score macro-F1 1.0 and a class never trained on is never predicted: the dry
+    run stops, naming the split and the class (documents the tokeniser drops as empty are not counted)."""
+    corpus = split_corpus(tmp_path / "mine.csv", per_split, blank)
+    output = said(dry_run(tmp_path, user_config(corpus, split_column="split", **entry)))
+    assert expected in output and "corpora.user.mine" in output, output[-3000:]
+
+
+def test_user_corpus_path_under_home_and_an_unused_entry(tmp_path, monkeypatch):
+    """``~`` in a path is the user's home; a corpus entry no dataset uses is not read (its file may be gone)."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    write_corpus(tmp_path / "mine.csv", ["pos", "neg"] * 20)
+    cfg = user_config(Path("~/mine.csv"))
+    cfg["corpora"]["user"]["old"] = {"path": str(tmp_path / "deleted.csv"), "text_column": "t", "label_column": "l"}
+    proc = dry_run(tmp_path, cfg)
+    assert proc.returncode == 0 and "rule corpora:" in proc.stdout, (proc.stdout + proc.stderr)[-3000:]
+
+
 def test_editing_a_user_csv_reruns_what_depends_on_it(tmp_path):
     """The CSV is an input of the corpus job and its sha256 a parameter: a new row reruns the corpus and every job
     after it, even when the edit keeps the file's modification time; the other corpora are untouched."""

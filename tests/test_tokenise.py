@@ -30,6 +30,8 @@ def test_markers_empty_documents_dropped_and_counted():
             ("d2", "dev", 1, "bad"),
             ("d3", "test", 0, "fine"),
             ("d4", "train", 1, "great film"),
+            ("d5", "dev", 0, "okay"),
+            ("d6", "test", 1, "superb"),
         ]
     )
     examples, vocab, stats = tokenise_documents(frame, {}, seed=0)
@@ -44,8 +46,9 @@ def test_max_tokens_and_min_tokens_filters_are_counted():
     frame = docs(
         [(f"d{i}", "train" if i < 6 else "test", i % 2, " ".join(["w"] * (i + 1))) for i in range(8)]
         + [
-            ("dv0", "dev", 0, "w w"),
+            ("dv0", "dev", 0, "w w w"),
             ("dv1", "dev", 1, "w w w"),
+            ("dv2", "dev", 1, "w w"),
             ("t0", "test", 0, "w w w"),
             ("t1", "test", 1, "w w w w"),
         ]
@@ -54,6 +57,21 @@ def test_max_tokens_and_min_tokens_filters_are_counted():
     lengths = examples["tokens"].map(len) - 2
     assert lengths.max() < 6 and (lengths + 2).min() >= 5
     assert stats["dropped"]["n_tokens >= 6"] == 3
+
+
+def test_a_split_left_without_a_class_names_the_dataset_and_what_was_dropped():
+    """Classification needs every class in train, dev and test (a one-class test split scores macro-F1 1.0); when
+    tokenising's drops empty a split, the message says so rather than blaming the splits."""
+    rows = [(f"d{i}", split, i % 2, "w w") for i, split in enumerate(["train"] * 8 + ["dev"] * 2 + ["test"] * 2)]
+    with pytest.raises(AttnauditError, match=r"^mine: .*test has none of class\(es\) \[1\]"):
+        tokenise_documents(docs([*rows[:-1], ("t", "test", 0, "w")]), {}, seed=0, where="mine")
+    long_test = [(i, split, label, "w w w w w w w w" if split == "test" else text) for i, split, label, text in rows]
+    with pytest.raises(AttnauditError) as err:
+        tokenise_documents(docs(long_test), {"max_tokens": 5}, seed=0, where="mine")
+    assert str(err.value).startswith("mine has no test examples") and "n_tokens >= 5': 2" in str(err.value)
+    # QA/NLI answers are many classes that no split holds all of: not checked
+    qa = docs([*rows[:-1], ("t", "test", 0, "w")]).assign(query="where")
+    assert len(tokenise_documents(qa, {}, seed=0)[0]) == 12
 
 
 def test_pooled_corpus_gets_seeded_stratified_splits():

@@ -113,8 +113,10 @@ def assign_splits(docs: pd.DataFrame, options: dict, seed: int) -> pd.DataFrame:
     return docs
 
 
-def tokenise_documents(docs: pd.DataFrame, options: dict, seed: int) -> tuple[pd.DataFrame, dict, dict]:
-    """Return (examples, vocab, stats)."""
+def tokenise_documents(
+    docs: pd.DataFrame, options: dict, seed: int, where: str = "the dataset"
+) -> tuple[pd.DataFrame, dict, dict]:
+    """Return (examples, vocab, stats); ``where`` names the dataset in errors."""
     options = {**DEFAULTS, **options}
     missing = {"id", "split", "label", "text"} - set(docs.columns)
     if missing:
@@ -152,8 +154,13 @@ def tokenise_documents(docs: pd.DataFrame, options: dict, seed: int) -> tuple[pd
         dropped[f"n_tokens incl. markers < {options['min_tokens']}"] = int(too_short.sum())
         docs = docs[~too_short]
 
-    docs = assign_splits(docs, options, seed)
-    check_splits(docs)
+    try:
+        docs = assign_splits(docs, options, seed)
+        check_splits(docs, where, every_class_everywhere=not query)
+    except AttnauditError as err:
+        removed = {reason: n for reason, n in dropped.items() if n}
+        note = f" (after dropping {sum(removed.values())} documents when tokenising: {removed})" if removed else ""
+        raise AttnauditError(f"{where}: {err}{note}" if not str(err).startswith(where) else f"{err}{note}") from err
     if options["test_sample"]:
         test = docs[docs["split"] == "test"]
         keep = test.sample(frac=options["test_sample"], random_state=seed + 2).index
@@ -219,7 +226,7 @@ def _stats(examples: pd.DataFrame, vocab: dict, dropped: Counter, options: dict)
 
 def run(documents: str, out_dir: str, options: dict, seed: int) -> dict:
     docs = read_parquet(documents)
-    examples, vocab, stats = tokenise_documents(docs, options, seed)
+    examples, vocab, stats = tokenise_documents(docs, options, seed, f"dataset {Path(out_dir).name} ({documents})")
     out = Path(out_dir)
     write_parquet(out / "examples.parquet", examples)
     write_json(out / "vocab.json", vocab)
@@ -234,22 +241,47 @@ def run(documents: str, out_dir: str, options: dict, seed: int) -> dict:
     return stats
 
 
-def check_splits(docs: pd.DataFrame, where: str = "the dataset") -> None:
+def check_splits(
+    docs: pd.DataFrame,
+    where: str = "the dataset",
+    every_class_everywhere: bool = False,
+    class_names: list[str] | None = None,
+) -> None:
     """A classifier needs two classes to learn from and every split to be non-empty: stop with the counts
-    (a single-class corpus would otherwise train a "classifier" that reports macro-F1 1.0)."""
+    (a single-class corpus would otherwise train a "classifier" that reports macro-F1 1.0). With
+    ``every_class_everywhere`` (classification: a class absent from train is never learnt, and a split without a
+    class has no F1 or ROC-AUC for it — a one-class test split scores macro-F1 1.0), every class, of
+    ``class_names`` if given, needs examples in train, dev and test."""
     counts = docs.groupby(["split", "label"]).size().unstack(fill_value=0)
     per_split = {split: {int(k): int(v) for k, v in row.items() if v} for split, row in counts.iterrows()}
     classes = sorted(int(c) for c in counts.columns)
+
+    def named(label: int):
+        return class_names[label] if class_names and 0 <= label < len(class_names) else label
+
     if len(classes) < 2:
         raise AttnauditError(
-            f"{where} has a single class (label {classes[0] if classes else None}, {len(docs)} examples): a "
-            "classifier needs at least two; check the label column"
+            f"{where} has a single class (label {named(classes[0]) if classes else None!r}, {len(docs)} examples): "
+            "a classifier needs at least two; check the label column"
         )
     missing = [split for split in ("train", "dev", "test") if split not in per_split]
     if missing:
         raise AttnauditError(f"{where} has no {'/'.join(missing)} examples (examples per split and class: {per_split})")
     if len(per_split["train"]) < 2:
         raise AttnauditError(f"{where}: the train split has one class only (examples per split and class: {per_split})")
+    if every_class_everywhere:
+        expected = range(len(class_names)) if class_names else classes
+        lacking = {
+            split: [named(c) for c in expected if not per_split[split].get(c)] for split in ("train", "dev", "test")
+        }
+        if any(lacking.values()):
+            raise AttnauditError(
+                f"{where}: every class needs examples in train, dev and test ("
+                + "; ".join(f"{split} has none of class(es) {labels}" for split, labels in lacking.items() if labels)
+                + f"; examples per split and class: {per_split}): a class missing from train is never learnt, a "
+                "split without a class has no F1 or ROC-AUC for it; add examples, fix the split column or drop "
+                "the class"
+            )
 
 
 def check_user_dataset(dataset: str, corpus: str, entry: dict, options: dict, seed: int) -> None:
@@ -257,9 +289,10 @@ def check_user_dataset(dataset: str, corpus: str, entry: dict, options: dict, se
     train/dev/test with two classes in train, as :func:`tokenise_documents` will split it (length filters aside)."""
     from attnaudit.corpora.readers import read_user
 
-    documents, _ = read_user(corpus, entry)
+    documents, info = read_user(corpus, entry)
+    documents = documents[documents["text"].str.strip() != ""]  # the tokeniser drops empty documents
     where = f"datasets.{dataset} (corpora.user.{corpus}: {entry['path']})"
     try:
-        check_splits(assign_splits(documents, {**DEFAULTS, **options}, seed), where)
+        check_splits(assign_splits(documents, {**DEFAULTS, **options}, seed), where, True, info["label_names"])
     except AttnauditError as err:
         raise AttnauditError(f"{where}: {err}" if where not in str(err) else str(err)) from err
