@@ -286,7 +286,8 @@ def check_splits(
 
 def check_user_dataset(dataset: str, corpus: str, entry: dict, options: dict, seed: int) -> None:
     """Before any job runs: the user corpus ``corpus`` (``corpora.user.<corpus>``) can be read and split into
-    train/dev/test with two classes in train, as :func:`tokenise_documents` will split it (length filters aside)."""
+    train/dev/test with every class of the corpus in each split, as :func:`tokenise_documents` will split it once
+    empty documents are dropped (its length filters aside)."""
     from attnaudit.corpora.readers import read_user
 
     documents, info = read_user(corpus, entry)
