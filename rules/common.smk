@@ -131,11 +131,8 @@ for _dataset in DATASETS:
             config["seed"],
         )
 # only the corpora a dataset uses: an entry left in the config for a file since deleted stops nothing
-USER_CORPUS_SHA256 = {
-    name: sha256_file(entry["path"])
-    for name, entry in USER_CORPORA.items()
-    if name in {corpus_of(dataset) for dataset in DATASETS}
-}
+USED_CORPORA = {corpus_of(dataset) for dataset in DATASETS}
+USER_CORPUS_SHA256 = {name: sha256_file(entry["path"]) for name, entry in USER_CORPORA.items() if name in USED_CORPORA}
 
 
 def dataset_files(dataset):

@@ -433,7 +433,7 @@ _NUMBER = re.compile(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*")
 def checked_label(label: Any, at: str, column: str, label_names: list | None) -> Any:
     """A raw label as read (a stripped string, or a JSON number), or an error naming the line: missing values
     (empty, null, NaN), JSON objects and arrays, and — unless ``label_names`` lists the classes — fractional
-    numbers (a score is not a class: 270 one-example classes would train nothing), are not class labels."""
+    numbers (a score column would make nearly every value a class of one example), are not class labels."""
     if isinstance(label, str):
         label = label.strip()
     if label is None or label == "" or (isinstance(label, float) and math.isnan(label)):
@@ -441,10 +441,8 @@ def checked_label(label: Any, at: str, column: str, label_names: list | None) ->
     if isinstance(label, str) and label.lower() == "nan":
         raise AttnauditError(f"{at}: label {label!r} in column {column!r} looks like a missing value")
     if not isinstance(label, str | int | float):
-        raise AttnauditError(
-            f"{at}: label in column {column!r} must be a class name or an integer, found a JSON "
-            f"{'object' if isinstance(label, dict) else 'array' if isinstance(label, list) else type(label).__name__}"
-        )
+        kind = {dict: "object", list: "array"}.get(type(label), type(label).__name__)
+        raise AttnauditError(f"{at}: label in column {column!r} must be a class name or an integer, not a JSON {kind}")
     fractional = isinstance(label, float) or (isinstance(label, str) and _NUMBER.fullmatch(label))
     if label_names is None and fractional and _as_int(label) is None:
         raise AttnauditError(

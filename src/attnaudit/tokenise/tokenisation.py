@@ -160,7 +160,7 @@ def tokenise_documents(
     except AttnauditError as err:
         removed = {reason: n for reason, n in dropped.items() if n}
         note = f" (after dropping {sum(removed.values())} documents when tokenising: {removed})" if removed else ""
-        raise AttnauditError(f"{where}: {err}{note}" if not str(err).startswith(where) else f"{err}{note}") from err
+        raise named_error(err, where, note) from err
     if options["test_sample"]:
         test = docs[docs["split"] == "test"]
         keep = test.sample(frac=options["test_sample"], random_state=seed + 2).index
@@ -241,6 +241,11 @@ def run(documents: str, out_dir: str, options: dict, seed: int) -> dict:
     return stats
 
 
+def named_error(err: AttnauditError, where: str, note: str = "") -> AttnauditError:
+    """``err`` led by ``where`` (unless it starts with it: :func:`check_splits` names it), ``note`` appended."""
+    return AttnauditError(f"{err if str(err).startswith(where) else f'{where}: {err}'}{note}")
+
+
 def check_splits(
     docs: pd.DataFrame,
     where: str = "the dataset",
@@ -296,4 +301,4 @@ def check_user_dataset(dataset: str, corpus: str, entry: dict, options: dict, se
     try:
         check_splits(assign_splits(documents, {**DEFAULTS, **options}, seed), where, True, info["label_names"])
     except AttnauditError as err:
-        raise AttnauditError(f"{where}: {err}" if where not in str(err) else str(err)) from err
+        raise named_error(err, where) from err
