@@ -116,8 +116,15 @@ BALANCED = {"train": ["pos", "neg"] * 20, "dev": ["pos", "neg"] * 5, "test": ["p
         ({**BALANCED, "test": ["pos", "neg", "odd"] * 4}, {}, None, "train has none of class(es) ['odd']"),
         (BALANCED, {"label_names": ["neg", "pos", "neutral"]}, None, "none of class(es) ['neutral']"),
         (BALANCED, {}, "test", "has no test examples"),
+        ({"train": BALANCED["train"]}, {}, None, "marks no row as test (rows per split: {'train': 40})"),
     ],
-    ids=["one-class test split", "class only in test", "a listed class without examples", "blank test texts"],
+    ids=[
+        "one-class test split",
+        "class only in test",
+        "a listed class without examples",
+        "blank test texts",
+        "train rows only",
+    ],
 )
 def test_user_corpus_needs_every_class_in_every_split(tmp_path, per_split, entry, blank, expected):
     """A one-class test split would score macro-F1 1.0 and a class never trained on is never predicted: the dry

@@ -296,8 +296,15 @@ def check_user_dataset(dataset: str, corpus: str, entry: dict, options: dict, se
     from attnaudit.corpora.readers import read_user
 
     documents, info = read_user(corpus, entry)
-    documents = documents[documents["text"].str.strip() != ""]  # the tokeniser drops empty documents
     where = f"datasets.{dataset} (corpora.user.{corpus}: {entry['path']})"
+    if entry.get("split_column") and not (documents["split"] == "test").any():  # no test rows to carve it from
+        given = {split: int(n) for split, n in documents["split"].value_counts().sort_index().items()}
+        raise AttnauditError(
+            f"{where}: split_column {entry['split_column']!r} marks no row as test (rows per split: {given}); mark "
+            "the test rows (dev, if absent, is carved from train by dev_fraction), or leave out split_column for "
+            "seeded random train/dev/test splits"
+        )
+    documents = documents[documents["text"].str.strip() != ""]  # the tokeniser drops empty documents
     try:
         check_splits(assign_splits(documents, {**DEFAULTS, **options}, seed), where, True, info["label_names"])
     except AttnauditError as err:
