@@ -9,8 +9,11 @@ import sys
 import threading
 from pathlib import Path
 
+from jsonschema import ValidationError
+from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
+from attnaudit.config_errors import check_section, schema_error_message
 from attnaudit.corpora.registry import get_spec
 from attnaudit.explorer.plan import expand_plan
 from attnaudit.io import sha256_file
@@ -18,7 +21,22 @@ from attnaudit.importance.options import check_options
 from attnaudit.modelsheet import MODEL_WILDCARD, final_epoch_sources, sheet
 from attnaudit.tokenise.tokenisation import check_user_dataset
 
-validate(config, "../schemas/config.schema.yaml")
+SCHEMA_FILE = Path(workflow.basedir) / "schemas" / "config.schema.yaml"
+
+
+def validated_config():
+    """The config checked against the schema (defaults filled in); an error names the key and what was expected,
+    without the schema dump Snakemake's message carries."""
+    try:
+        validate(config, "../schemas/config.schema.yaml")
+    except WorkflowError as err:
+        cause = err.__cause__ or err.__context__
+        if not isinstance(cause, ValidationError):
+            raise
+        raise WorkflowError(schema_error_message(cause)) from None
+
+
+validated_config()
 
 USER_CORPORA = {  # a path may start with ~ (the user's home)
     name: {**entry, "path": os.path.expanduser(entry["path"])} if "path" in entry else entry
@@ -72,13 +90,42 @@ def as_json(obj):
 
 
 def dataset_subset(key, names):
-    """The datasets a stage audits: ``names`` from config key ``key`` (all datasets if null), each checked."""
+    """The datasets a stage audits: ``names`` from config key ``key`` (all datasets if null), each checked; a
+    dataset skipped for want of its corpus's folder (MIMIC) is left out."""
     if names is None:
         return list(DATASETS)
-    unknown = [n for n in names if n not in DATASETS]
+    unknown = [n for n in names if n not in config["datasets"]]
     if unknown:
-        raise ValueError(f"config {key}: {unknown} not under datasets: (expected some of {list(DATASETS)})")
-    return list(names)
+        raise ValueError(f"config {key}: {unknown} not under datasets: (expected some of {list(config['datasets'])})")
+    return [n for n in names if n in DATASETS]
+
+
+def check_model_patterns(key, patterns, datasets):
+    """A stage's model selection (glob patterns over variant names): a pattern that matches no variant of the
+    stage's datasets is a typo, which would silently leave the stage's tables and cards without those models."""
+    if not datasets or not patterns:
+        return
+    variants = {variant(d, m)["variant"] for d in datasets for m in model_ids(d)}
+    for pattern in patterns:
+        if not fnmatch.filter(variants, pattern):
+            raise ValueError(f"config {key}: {pattern!r} matches no model of {datasets} (variants: {sorted(variants)})")
+
+
+def check_seeds(key, seeds, datasets):
+    """A stage's seed selection: a seed no model of its datasets was trained with selects nothing."""
+    trained = {variant(d, m)["seed"] for d in datasets for m in model_ids(d)}
+    missing = sorted(set(seeds or []) - trained) if datasets else []
+    if missing:
+        raise ValueError(f"config {key}: no model of {datasets} has seed(s) {missing} (trained: {sorted(trained)})")
+
+
+def check_stage_selects(key, datasets, models_of):
+    """Every dataset a stage is asked to run on has models for it: else its tables would be empty."""
+    empty = [d for d in datasets if not models_of(d)]
+    if empty:
+        raise ValueError(
+            f"config {key}: selects no model with learned attention on {empty}; check the stage's models/seeds"
+        )
 
 
 # -- data ---------------------------------------------------------------------------------------------------------
@@ -271,6 +318,18 @@ def combined_table_targets(paper):
 
 
 # -- audits (shared by every audit stage) ---------------------------------------------------------------------
+def check_chunks_per_dataset():
+    unknown = sorted(set(AUDITS.get("chunks_per_dataset", {})) - set(config["datasets"]))
+    if unknown:
+        raise ValueError(
+            f"config audits.chunks_per_dataset: {unknown} not under datasets: (expected some of "
+            f"{list(config['datasets'])})"
+        )
+
+
+check_chunks_per_dataset()
+
+
 def audit_chunks(dataset):
     """Instance chunks for one dataset's audits: audits.chunks_per_dataset.<name>, else audits.chunks."""
     return AUDITS.get("chunks_per_dataset", {}).get(dataset, AUDITS.get("chunks", 2))
@@ -304,10 +363,27 @@ def jw_audit_path(dataset, model, audit):
     return f"results/audits/{dataset}/{model}/{audit}.parquet"
 
 
+def jw_dataset_options(dataset):
+    """The jain_wallace options overridden by datasets.<name>.jain_wallace (J&W §4.2.2: ε = 0.05 for QA/NLI)."""
+    overrides = DATASETS[dataset].get("jain_wallace", {})
+    return {section: {**options, **overrides.get(section, {})} for section, options in JW.items()}
+
+
+def check_jw_overrides(dataset):
+    """A dataset's jain_wallace overrides, merged, satisfy the schema of the jain_wallace block (keys, ranges)."""
+    for section, values in DATASETS[dataset].get("jain_wallace", {}).items():
+        where = f"datasets.{dataset}.jain_wallace.{section}"
+        check_section({**JW[section], **values}, SCHEMA_FILE, ("jain_wallace", section), where)
+
+
+# keys only the tables read (thresholds): changing them reruns the tables, not the audits
+JW_TABLE_ONLY = {"permutation": {"small_change"}, "adversarial": {"high_jsd"}}
+
+
 def jw_options(dataset, audit):
-    """The jain_wallace.<audit> options, overridden by datasets.<name>.jain_wallace.<audit> (J&W §4.2.2: ε = 0.05
-    for the QA/NLI datasets), as the audit's --options JSON."""
-    return as_json({audit: {**JW[audit], **DATASETS[dataset].get("jain_wallace", {}).get(audit, {})}})
+    """The options one J&W audit job reads, as its --options JSON."""
+    options = jw_dataset_options(dataset)[audit]
+    return as_json({audit: {k: v for k, v in options.items() if k not in JW_TABLE_ONLY.get(audit, ())}})
 
 
 def jw_figure_models(dataset):
@@ -326,7 +402,7 @@ def jw_runs(dataset):
         run.update({"seed": spec["seed"], "selection": spec.get("selection", "best"), "variant": spec["variant"]})
         run.update({audit.removeprefix("jw_"): jw_audit_path(dataset, model, audit) for audit in JW_AUDITS})
         run["metrics"] = f"{model_dir(dataset, model)}/metrics.json"
-        run["epsilon"] = json.loads(jw_options(dataset, "adversarial"))["adversarial"]["epsilon"]
+        run["epsilon"] = jw_dataset_options(dataset)["adversarial"]["epsilon"]
         runs.append(run)
     return runs
 
@@ -397,6 +473,7 @@ def saliency_targets():
 
 # -- Wiegreffe & Pinter ------------------------------------------------------------------------------------------
 WP = config["wiegreffe_pinter"]
+WP_DATASETS = dataset_subset("wiegreffe_pinter.datasets", WP["datasets"])
 
 
 def wp_options():
@@ -485,17 +562,18 @@ def imitating_models(dataset):
 
 
 def wiegreffe_pinter_targets():
-    if not WP["datasets"]:
+    if not WP_DATASETS:
         return []
     return combined_table_targets("wiegreffe_pinter") + [
         f"results/figures/wiegreffe_pinter/{d}/{f}.png"
-        for d in WP["datasets"]
+        for d in WP_DATASETS
         for f in ("fig3_seed_variance", "fig3_seed_variance_scatter", "fig_adversary_jsd_tvd")
     ]
 
 
 # -- Tutek & Šnajder ---------------------------------------------------------------------------------------------
 TS = config["tutek_snajder"]
+TS_DATASETS = dataset_subset("tutek_snajder.datasets", TS["datasets"])
 
 
 def ts_models(dataset):
@@ -551,7 +629,7 @@ def ts_imitations(wildcards):
 def tutek_snajder_targets():
     return combined_table_targets("tutek_snajder") + [
         f"results/figures/tutek_snajder/{d}/{f}.png"
-        for d in TS["datasets"]
+        for d in TS_DATASETS
         for f in ("fragility", "fig2_token_probability", "fig1_adversary")
     ]
 
@@ -707,7 +785,7 @@ def saliency_explorer_sources(dataset, model):
 
 
 def wp_card_models(dataset):
-    return [wp_roles(dataset)["base"]] if dataset in WP["datasets"] else []
+    return [wp_roles(dataset)["base"]] if dataset in WP_DATASETS else []
 
 
 def wp_summary_inputs(wildcards):
@@ -720,7 +798,7 @@ def wp_summary_inputs(wildcards):
 
 
 def ts_card_models(dataset):
-    return ts_models(dataset) if dataset in TS["datasets"] else []
+    return ts_models(dataset) if dataset in TS_DATASETS else []
 
 
 def ts_summary_inputs(wildcards):

@@ -7,6 +7,8 @@
 # shards than SST), which `scattergather:` (one count per name for the whole workflow) cannot express.
 
 JW = config["jain_wallace"]
+for _dataset in DATASETS:
+    check_jw_overrides(_dataset)
 JW_AUDITS = ["jw_correlation", "jw_permutation", "jw_adversarial"]
 JW_CHUNK = "results/audits/{dataset}/{model}/{audit}/chunk-{chunk}-of-{n_chunks}.parquet"
 JW_TABLES = [
@@ -139,7 +141,7 @@ rule jw_tables:
         "../envs/attnaudit.yaml"
     params:
         runs=lambda wc: as_json(jw_runs(wc.dataset)),
-        options=as_json(JW),
+        options=lambda wc: as_json(jw_dataset_options(wc.dataset)),
         out_dir=lambda wc, output: Path(output[0]).parent,
     shell:
         "python -m attnaudit jain-wallace tables --runs {params.runs:q} --out-dir {params.out_dir:q}"
@@ -205,7 +207,7 @@ rule jw_heatmaps:
     conda:
         "../envs/attnaudit.yaml"
     params:
-        options=as_json({"adversarial": JW["adversarial"], "heatmaps": JW["heatmaps"]}),
+        options=lambda wc: as_json({k: jw_dataset_options(wc.dataset)[k] for k in ("adversarial", "heatmaps")}),
         dataset_dir=subpath(input.examples, parent=True),
         seed=config["seed"],
     shell:

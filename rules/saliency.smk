@@ -11,6 +11,10 @@ SAL_TABLES = ["agreement", "faithfulness", "cost", "ig_convergence"]
 SAL_REPORT = "Bastings & Filippova 2020"
 SAL_DATASETS = dataset_subset("saliency.datasets", SAL["datasets"])
 SAL_PLANTED = [d for d in SAL_DATASETS if corpus_of(d) == "planted"]
+# a typo in saliency.models or .seeds would drop B&F from the tables and cards without a word: stop instead
+check_model_patterns("saliency.models", SAL["models"], SAL_DATASETS)
+check_seeds("saliency.seeds", SAL["seeds"], SAL_DATASETS)
+check_stage_selects("saliency", SAL_DATASETS if SAL["datasets"] is not None else [], saliency_models)
 
 
 rule saliency_agreement:

@@ -12,6 +12,9 @@ TS_TABLE_NAMES = [
     "table6_layers",
     "directions",
 ]
+# a typo in tutek_snajder.models would leave T&Š's tables empty without a word: stop instead
+check_model_patterns("tutek_snajder.models", TS["models"], TS_DATASETS)
+check_stage_selects("tutek_snajder.models", TS_DATASETS, ts_models)
 TS_MODEL_INPUT = {
     "model": "results/models/{dataset}/{model}/model.pt",
     "examples": "results/datasets/{dataset}/examples.parquet",
@@ -178,7 +181,7 @@ rule ts_summary:
 combined_tables(
     "tutek_snajder",
     TS_REPORT,
-    {f"{name}.{ext}": TS["datasets"] for name in [*TS_TABLE_NAMES, "summary"] for ext in ("csv", "md")},
+    {f"{name}.{ext}": TS_DATASETS for name in [*TS_TABLE_NAMES, "summary"] for ext in ("csv", "md")},
 )
 
 

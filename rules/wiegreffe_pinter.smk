@@ -191,7 +191,7 @@ combined_tables(
     "wiegreffe_pinter",
     WP_REPORT,
     {
-        f"{name}.{ext}": WP["datasets"]
+        f"{name}.{ext}": WP_DATASETS
         for name in ("table2_uniform", "seed_variance", "diagnostic_mlp", "adversary")
         for ext in ("csv", "md")
         if (name, ext) != ("adversary", "md")

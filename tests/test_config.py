@@ -130,12 +130,70 @@ def test_grid_blocks_are_united(tmp_path):
             },
             "needs 2 more seeds of lstm-additive-base",
         ),
+        # a stage's selection that selects nothing would leave its tables empty and the run "successful"
+        ({**BASE, "tutek_snajder": {"datasets": ["planted"], "models": ["lstm200-*"]}}, "'lstm200-*' matches no model"),
+        ({**BASE, "saliency": {"models": ["lstm-additiv-base"]}}, "saliency.models: 'lstm-additiv-base' matches no"),
+        ({**BASE, "saliency": {"seeds": [7]}}, "saliency.seeds: no model of ['planted'] has seed(s) [7]"),
+        ({**BASE, "tutek_snajder": {"datasets": ["planed"]}}, "tutek_snajder.datasets: ['planed'] not under datasets"),
+        ({**BASE, "wiegreffe_pinter": {"datasets": ["sst"]}}, "wiegreffe_pinter.datasets: ['sst'] not under"),
+        ({**BASE, "audits": {"chunks_per_dataset": {"Planted": 2}}}, "chunks_per_dataset: ['Planted'] not under"),
+        ({"datasets": {"planted": {"corpus": "planted", "grid": {"seeds": [1, 1]}}}}, "[1, 1] has non-unique"),
+        # a dataset's J&W overrides are checked like the global block
+        (
+            {"datasets": {"planted": {"corpus": "planted", "jain_wallace": {"adversarial": {"epsilon": -3}}}}},
+            "config datasets.planted.jain_wallace.adversarial.epsilon: -3 is less than or equal to the minimum",
+        ),
+        (
+            {"datasets": {"planted": {"corpus": "planted", "jain_wallace": {"permutation": {"n_perm": 5}}}}},
+            "datasets.planted.jain_wallace.permutation: Additional properties are not allowed ('n_perm'",
+        ),
+        # schema errors: the key and what is allowed in one line, YAML's 1e-3-is-text trap explained
+        ({**BASE, "seeds": [1]}, "config (top level): Additional properties are not allowed ('seeds' was unexpected)"),
+        ({**BASE, "train": {"lr": "1e-3"}}, "YAML reads 1e-3 as text: write 1.0e-3"),
     ],
 )
 def test_invalid_config_names_the_key(tmp_path, cfg, expected):
     proc = dry_run(tmp_path, cfg)
     assert proc.returncode != 0
     assert expected in proc.stdout + proc.stderr, (proc.stdout + proc.stderr)[-3000:]
+    assert "Failed validating" not in proc.stdout + proc.stderr  # not Snakemake's dump of the schema
+
+
+def test_a_stage_can_be_switched_off_and_overrides_reach_every_rule(tmp_path):
+    """``saliency.datasets: []`` runs no B&F audit; a dataset's ε override reaches its audits, tables and heatmaps
+    alike, and the tables' thresholds are not options of the audit jobs (changing them reruns only the tables)."""
+    cfg = {
+        "datasets": {
+            "planted": {
+                "corpus": "planted",
+                "grid": {"encoders": ["average"], "attentions": ["additive"]},
+                "jain_wallace": {"adversarial": {"epsilon": 0.05, "high_jsd": 0.3}},
+            }
+        },
+        "saliency": {"datasets": []},
+    }
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "-n", "-p"]
+        + ["--directory", str(tmp_path), "--configfile", str(path), "--replace-workflow-config"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "rule saliency" not in proc.stdout
+    shell = "Shell command: python -m attnaudit jain-wallace"
+    commands = [line for line in proc.stdout.splitlines() if line.startswith(shell)]
+    by_stage = {
+        stage: [c for c in commands if f"jain-wallace {stage} " in c] for stage in ("audit", "tables", "heatmaps")
+    }
+    adversarial = [c for c in by_stage["audit"] if '"adversarial"' in c]
+    assert adversarial and by_stage["tables"] and by_stage["heatmaps"], commands
+    for command in adversarial + by_stage["tables"] + by_stage["heatmaps"]:
+        assert '"epsilon": 0.05' in command and '"epsilon": 0.01' not in command, command
+    assert all('"high_jsd"' not in c and '"small_change"' not in c for c in by_stage["audit"]), by_stage["audit"]
+    assert '"high_jsd": 0.3' in by_stage["tables"][0]
 
 
 def test_unknown_corpus_lists_valid_names(tmp_path):
