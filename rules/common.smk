@@ -15,6 +15,8 @@ from snakemake.utils import validate
 
 from attnaudit.config_errors import check_section, schema_error_message
 from attnaudit.corpora.registry import get_spec
+from attnaudit.embeddings.vectors import DEFAULTS as VECTOR_DEFAULTS
+from attnaudit.embeddings.vectors import check_pretrained
 from attnaudit.explorer.plan import expand_plan
 from attnaudit.io import sha256_file
 from attnaudit.importance.options import check_options
@@ -149,8 +151,24 @@ def tokenise_options(dataset):
     return {**{k: defaults[k] for k in keys if k in defaults}, **DATASETS[dataset].get("tokenise", {})}
 
 
+def pretrained_vectors(dataset):
+    """datasets.<name>.embeddings.pretrained, ``~`` expanded; None when the embeddings are trained."""
+    path = DATASETS[dataset].get("embeddings", {}).get("pretrained")
+    return os.path.expanduser(path) if path else None
+
+
 def embedding_options(dataset):
-    return DATASETS[dataset].get("embeddings", {})
+    """The embeddings options; a pretrained vectors file is named with its sha256, so replacing the file reruns
+    what depends on it."""
+    options = DATASETS[dataset].get("embeddings", {})
+    path = pretrained_vectors(dataset)
+    return {**options, "pretrained": path, "pretrained_sha256": PRETRAINED_SHA256[path]} if path else options
+
+
+def pretrained_vectors_file(wildcards):
+    """A pretrained vectors file is an input of the embeddings job (its edits rerun it)."""
+    path = pretrained_vectors(wildcards.dataset)
+    return [path] if path else []
 
 
 def user_corpus_file(wildcards):
@@ -177,6 +195,15 @@ for _dataset in DATASETS:
             tokenise_options(_dataset),
             config["seed"],
         )
+# pretrained vectors: the file exists and its header has the configured dimension, before any job runs
+for _dataset in DATASETS:
+    if pretrained_vectors(_dataset):
+        check_pretrained(
+            pretrained_vectors(_dataset),
+            {**VECTOR_DEFAULTS, **DATASETS[_dataset].get("embeddings", {})}["dim"],
+            f"datasets.{_dataset}.embeddings",
+        )
+PRETRAINED_SHA256 = {path: sha256_file(path) for path in {pretrained_vectors(d) for d in DATASETS} - {None}}
 # only the corpora a dataset uses: an entry left in the config for a file since deleted stops nothing
 USED_CORPORA = {corpus_of(dataset) for dataset in DATASETS}
 USER_CORPUS_SHA256 = {name: sha256_file(entry["path"]) for name, entry in USER_CORPORA.items() if name in USED_CORPORA}

@@ -3,6 +3,7 @@ rule embeddings:
     input:
         examples="results/datasets/{dataset}/examples.parquet",
         vocab="results/datasets/{dataset}/vocab.json",
+        pretrained=pretrained_vectors_file,
     output:
         vectors="results/embeddings/{dataset}/vectors.kv",
         matrix="results/embeddings/{dataset}/matrix.npy",

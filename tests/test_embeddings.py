@@ -40,3 +40,9 @@ def test_bad_pretrained_file_is_a_clear_error(tmp_path):
     good.write_text("1 3\nfilm 1 2 3\n")
     with pytest.raises(AttnauditError, match="dimension 3"):
         aligned_matrix(load_pretrained(str(good), False), vocab, 300, seed=0)
+
+
+def test_an_unknown_option_is_named(planted_dataset, tmp_path):
+    """The CLI runs without the workflow's schema: a typo in --options stops instead of training the defaults."""
+    with pytest.raises(AttnauditError, match=r"^embeddings\.dimm: unknown option; expected one of method, dim"):
+        run(str(planted_dataset / "dataset"), str(tmp_path / "out"), {"dimm": 10}, seed=0)

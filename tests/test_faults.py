@@ -164,6 +164,38 @@ def test_editing_a_user_csv_reruns_what_depends_on_it(tmp_path):
     assert manifest["files"][0]["sha256"] == __import__("hashlib").sha256(corpus.read_bytes()).hexdigest()
 
 
+def write_vectors(path: Path, dim: int, scale: float = 1.0) -> Path:
+    """A word2vec text file (header ``<words> <dim>``) for the words of :func:`write_corpus`."""
+    rows = [f"{word} " + " ".join(f"{scale * (i + j) / 10:.3f}" for j in range(dim)) for i, word in enumerate(WORDS)]
+    path.write_text(f"{len(WORDS)} {dim}\n" + "\n".join(rows) + "\n")
+    return path
+
+
+def test_pretrained_vectors_are_checked_and_an_input(tmp_path):
+    """A missing vectors file, or one whose dimension is not the config's, stops the dry run naming the key;
+    the file is an input of the embeddings job (with its sha256), so replacing it reruns what depends on it."""
+    corpus = write_corpus(tmp_path / "mine.csv", ["pos", "neg"] * 30)
+    cfg = user_config(corpus)
+    cfg["datasets"]["mine"]["embeddings"] = {"pretrained": str(tmp_path / "vectors.txt"), "dim": 4}
+    assert "datasets.mine.embeddings.pretrained: no file" in said(dry_run(tmp_path, cfg))
+    vectors = write_vectors(tmp_path / "vectors.txt", 6)
+    assert "datasets.mine.embeddings.dim is 4 but the vectors in" in said(dry_run(tmp_path, cfg))
+    write_vectors(vectors, 4)
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(cfg))
+    target = "results/embeddings/mine/matrix.npy"
+    snakemake(tmp_path, "--cores", "1", target, config=config)
+    before = np.load(tmp_path / target)
+    assert "Nothing to be done" in snakemake(tmp_path, "-n", target, config=config).stdout
+    stamp = os.stat(vectors)
+    write_vectors(vectors, 4, scale=2.0)
+    os.utime(vectors, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))  # same modification time: the hash tells
+    planned = snakemake(tmp_path, "-n", target, config=config).stdout
+    assert "rule embeddings:" in planned and "rule tokenise:" not in planned, planned[-3000:]
+    snakemake(tmp_path, "--cores", "1", target, config=config)
+    assert not np.array_equal(before, np.load(tmp_path / target))
+
+
 # -- corrupt intermediates, full disks, file modes --------------------------------------------------------------
 def test_corrupt_model_and_examples_are_named(planted_dataset, planted_model_dir, tmp_path):
     model = tmp_path / "model.pt"

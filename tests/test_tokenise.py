@@ -105,3 +105,8 @@ def test_planted_positions_point_at_markers(planted_dataset):
     for tokens, important in zip(examples["tokens"], examples["important"]):
         assert len(important) >= 1
         assert all(tokens[p].startswith(("pos", "neg")) for p in important)
+
+
+def test_an_unknown_option_is_named():
+    with pytest.raises(AttnauditError, match=r"^tokenise\.min_cnt: unknown option; expected one of min_count"):
+        tokenise_documents(docs([("a", "train", 0, "w w")]), {"min_cnt": 2}, seed=0)

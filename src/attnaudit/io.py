@@ -219,6 +219,17 @@ def json_arg(text: str | None) -> Any:
     return read_json(text[1:]) if text.startswith("@") else json.loads(text)
 
 
+def merged_options(where: str, defaults: dict, options: dict | None) -> dict:
+    """``defaults`` overridden by ``options``; an unknown key is rejected with its config path (``where.key``) and
+    the valid keys (the CLI runs without the workflow's schema)."""
+    from attnaudit import AttnauditError
+
+    unknown = sorted(set(options or {}) - set(defaults))
+    if unknown:
+        raise AttnauditError(f"{where}.{unknown[0]}: unknown option; expected one of {', '.join(defaults)}")
+    return {**defaults, **(options or {})}
+
+
 def resolve_options(stage: str, defaults: dict, options: dict | None) -> dict:
     """A stage's option sections: ``defaults`` overridden by ``options`` one level deep per section; an unknown
     section or key is rejected with its config path (``stage.section.key``) and what was expected."""

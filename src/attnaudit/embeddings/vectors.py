@@ -15,7 +15,7 @@ import numpy as np
 
 from attnaudit import AttnauditError
 from attnaudit.data import PAD, load_examples
-from attnaudit.io import atomic_path, write_json
+from attnaudit.io import atomic_path, merged_options, sha256_file, write_json
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +28,7 @@ DEFAULTS = {
     "sg": 1,
     "pretrained": None,
     "binary": False,
+    "pretrained_sha256": None,  # set by the workflow: the vectors file's hash when it planned the job
 }
 
 
@@ -51,11 +52,33 @@ def train_vectors(sentences: list[list[str]], options: dict, seed: int):
     return model.wv
 
 
-def load_pretrained(path: str, binary: bool):
+def check_pretrained(path: str, dim: int, where: str) -> None:
+    """Before any job runs: the vectors file ``path`` exists and its word2vec header (``<words> <dim>``, the first
+    line of the text and the binary format alike) gives the dimension the config asks for."""
+    file = Path(path)
+    if not file.is_file():
+        raise AttnauditError(f"{where}.pretrained: {'is a directory' if file.is_dir() else 'no file'} {path}")
+    with file.open("rb") as handle:
+        header = handle.readline(200).split()
+    if len(header) != 2 or not all(part.isdigit() for part in header):
+        raise AttnauditError(
+            f"{where}.pretrained: {path} has no word2vec header (its first line should be '<words> <dimension>'; "
+            "GloVe files lack it: add it, or convert them with gensim's glove2word2vec)"
+        )
+    if int(header[1]) != dim:
+        raise AttnauditError(f"{where}.dim is {dim} but the vectors in {path} have dimension {int(header[1])}")
+
+
+def load_pretrained(path: str, binary: bool, sha256: str | None = None):
     from gensim.models import KeyedVectors
 
     if not Path(path).exists():
         raise AttnauditError(f"embeddings.pretrained: file {path} does not exist")
+    if sha256 and sha256_file(path) != sha256:
+        raise AttnauditError(
+            f"embeddings.pretrained: {path} changed after the workflow was planned; rerun the same command so that "
+            "everything depending on it is redone"
+        )
     try:
         return KeyedVectors.load_word2vec_format(path, binary=binary, unicode_errors="ignore")
     except (ValueError, UnicodeDecodeError, EOFError) as err:
@@ -67,7 +90,7 @@ def load_pretrained(path: str, binary: bool):
 def aligned_matrix(vectors, vocab: dict[str, int], dim: int, seed: int) -> tuple[np.ndarray, dict]:
     """Rows in vocabulary order; missing words ~ N(0, 1) (seeded); ``<pad>`` = 0."""
     if vectors.vector_size != dim:
-        raise AttnauditError(f"vectors have dimension {vectors.vector_size}, config asks for {dim}")
+        raise AttnauditError(f"embeddings.dim is {dim} but the vectors have dimension {vectors.vector_size}")
     rng = np.random.default_rng(seed)
     matrix = rng.standard_normal((len(vocab), dim)).astype(np.float32)
     found = 0
@@ -81,10 +104,10 @@ def aligned_matrix(vectors, vocab: dict[str, int], dim: int, seed: int) -> tuple
 
 
 def run(dataset_dir: str, out_dir: str, options: dict, seed: int) -> dict:
-    options = {**DEFAULTS, **options}
+    options = merged_options("embeddings", DEFAULTS, options)
     examples, vocab = load_examples(dataset_dir)
     if options["pretrained"]:
-        vectors = load_pretrained(options["pretrained"], options["binary"])
+        vectors = load_pretrained(options["pretrained"], options["binary"], options["pretrained_sha256"])
     else:
         vectors = train_vectors(examples.loc[examples["split"] == "train", "tokens"].map(list).tolist(), options, seed)
     matrix, coverage = aligned_matrix(vectors, vocab, options["dim"], seed)

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from attnaudit import AttnauditError
-from attnaudit.io import read_parquet, write_json, write_parquet
+from attnaudit.io import merged_options, read_parquet, write_json, write_parquet
 from attnaudit.specials import BOS, EOS, SPECIALS
 
 log = logging.getLogger(__name__)
@@ -117,7 +117,7 @@ def tokenise_documents(
     docs: pd.DataFrame, options: dict, seed: int, where: str = "the dataset"
 ) -> tuple[pd.DataFrame, dict, dict]:
     """Return (examples, vocab, stats); ``where`` names the dataset in errors."""
-    options = {**DEFAULTS, **options}
+    options = merged_options("tokenise", DEFAULTS, options)
     missing = {"id", "split", "label", "text"} - set(docs.columns)
     if missing:
         raise AttnauditError(f"documents are missing columns {sorted(missing)}")
