@@ -23,7 +23,7 @@ from test_config import dry_run
 
 from attnaudit import AttnauditError
 from attnaudit.data import load_examples
-from attnaudit.io import FILE_MODE, write_json, write_parquet
+from attnaudit.io import FILE_MODE, load_npy, write_json, write_parquet
 from attnaudit.models import load_model, save_model
 
 WORDS = ["good", "bad", "fine", "awful", "great", "poor", "nice", "dull"]
@@ -208,6 +208,11 @@ def test_corrupt_model_and_examples_are_named(planted_dataset, planted_model_dir
     (dataset / "examples.parquet").write_bytes(b"PAR1 not really a parquet file")
     with pytest.raises(AttnauditError, match="examples.parquet is unreadable"):
         load_examples(dataset)
+    matrix = tmp_path / "matrix.npy"
+    np.save(matrix, np.ones((50, 8), np.float32))
+    matrix.write_bytes(matrix.read_bytes()[:700])  # truncated
+    with pytest.raises(AttnauditError, match=rf"{matrix} is unreadable .*Delete it and rerun"):
+        load_npy(matrix)
 
 
 def test_cli_prints_the_message_without_a_traceback(planted_dataset, tmp_path):
@@ -223,6 +228,28 @@ def test_cli_prints_the_message_without_a_traceback(planted_dataset, tmp_path):
         [sys.executable, "-m", "attnaudit", "--debug", *cmd[3:], *args], capture_output=True, text=True, timeout=300
     )
     assert debug.returncode != 0 and "Traceback" in debug.stderr
+
+
+@pytest.mark.parametrize(
+    "args,expected",
+    [
+        (["--dataset-dir", "{tmp}/nowhere", "--model-dir", "{tmp}"], "{tmp}/nowhere/examples.parquet: no such file"),
+        (["--dataset-dir", "{tmp}", "--model-dir", "{tmp}"], "{tmp}/examples.parquet: is a directory, expected a file"),
+        (["--dataset-dir", "{data}", "--model-dir", "{tmp}", "--options", "{{bad"], "an argument is not valid JSON"),
+    ],
+    ids=["missing directory", "a directory for a file", "bad JSON"],
+)
+def test_cli_names_a_bad_path_or_json_argument(planted_dataset, tmp_path, args, expected):
+    """Stages are also run by hand: a missing path, a directory where a file belongs or an --options that is not
+    JSON ends in one line naming it, never a traceback — nor "delete it and rerun" for a directory."""
+    (tmp_path / "examples.parquet").mkdir()
+    fill = {"tmp": tmp_path, "data": planted_dataset / "dataset"}
+    cmd = [sys.executable, "-m", "attnaudit", "importance", "score", "--method", "gradient", "--out", "x.parquet"]
+    proc = subprocess.run(
+        [*cmd, *(a.format(**fill) for a in args)], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
+    assert proc.returncode == 2 and expected.format(**fill) in proc.stderr, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr and "Delete it" not in proc.stderr
 
 
 @pytest.fixture

@@ -49,3 +49,18 @@ def test_every_config_builds_its_dag(config, tmp_path):
         ]
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
+@pytest.mark.parametrize("caption", sorted((REPO / "report").rglob("*.rst")), ids=lambda p: p.name)
+def test_report_captions_are_valid_rst(caption):
+    """``snakemake --report`` renders each caption as reStructuredText: a stray ``|x|`` (a substitution) or a
+    broken role would print as an error box in the report."""
+    import io
+
+    import docutils.core
+
+    errors = io.StringIO()
+    docutils.core.publish_doctree(
+        caption.read_text(), settings_overrides={"warning_stream": errors, "report_level": 3, "halt_level": 5}
+    )
+    assert not errors.getvalue(), errors.getvalue()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import logging
 import os
 import sys
@@ -72,6 +73,21 @@ def build_parser(stages: list[str] = STAGES) -> argparse.ArgumentParser:
     return parser
 
 
+#: the errors of a path argument that is missing or not a file, and how to say them
+PATH_ERRORS = {
+    FileNotFoundError: "no such file or directory",
+    IsADirectoryError: "is a directory, expected a file",
+    NotADirectoryError: "a part of the path is not a directory",
+    PermissionError: "permission denied",
+}
+
+
+def path_error(err: OSError) -> str:
+    """``[Errno 2] No such file or directory: 'x'`` → ``x: no such file or directory``."""
+    what = next(text for cls, text in PATH_ERRORS.items() if isinstance(err, cls))
+    return f"{err.filename or err.args[0]}: {what}"
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser(stages_for(argv)).parse_args(argv)
@@ -84,10 +100,17 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("attnaudit").info("%s; %s", args.command, ", ".join(runtime) or "no runtime variables set")
     try:
         args.func(args)
-    except AttnauditError as err:  # a user-caused failure: the message names the file or key and the fix
+    except (AttnauditError, json.JSONDecodeError, *PATH_ERRORS) as err:
+        # a user-caused failure: the message names the file or key and the fix (stages are also run by hand: a
+        # path argument that is missing or not a file, a JSON argument that is not JSON)
         if args.debug:
             raise
-        logging.getLogger("attnaudit").error("%s", err)
-        print(f"attnaudit {args.command}: error: {err}", file=sys.stderr)
+        message = err
+        if isinstance(err, json.JSONDecodeError):
+            message = f"an argument is not valid JSON ({err.msg}, column {err.colno}): {err.doc[:80]}"
+        elif isinstance(err, tuple(PATH_ERRORS)):
+            message = path_error(err)
+        logging.getLogger("attnaudit").error("%s", message)
+        print(f"attnaudit {args.command}: error: {message}", file=sys.stderr)
         return 2
     return 0

@@ -88,9 +88,12 @@ READ_ERRORS = (OSError, ValueError, EOFError, RuntimeError, KeyError, pickle.Unp
 
 
 def read_parquet(path: str | os.PathLike, **kwargs) -> pd.DataFrame:
-    """``pd.read_parquet`` with a corrupt file named (:func:`unreadable`); a missing file stays FileNotFoundError."""
+    """``pd.read_parquet`` with a corrupt file named (:func:`unreadable`); a missing file stays FileNotFoundError,
+    a directory is IsADirectoryError (pandas would read it as a partitioned data set)."""
     if not Path(path).exists():
         raise FileNotFoundError(path)
+    if Path(path).is_dir():
+        raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
     try:
         return pd.read_parquet(path, **kwargs)
     except READ_ERRORS as err:
@@ -105,6 +108,16 @@ def load_torch(path: str | os.PathLike, map_location=None):
         raise FileNotFoundError(path)
     try:
         return torch.load(path, map_location=map_location, weights_only=False)
+    except READ_ERRORS as err:
+        raise unreadable(path, err) from err
+
+
+def load_npy(path: str | os.PathLike) -> np.ndarray:
+    """``np.load`` of an array this project wrote (an embedding matrix), a corrupt file named (:func:`unreadable`)."""
+    if not Path(path).exists():
+        raise FileNotFoundError(path)
+    try:
+        return np.load(path, allow_pickle=False)
     except READ_ERRORS as err:
         raise unreadable(path, err) from err
 
@@ -222,8 +235,6 @@ def json_arg(text: str | None) -> Any:
 def merged_options(where: str, defaults: dict, options: dict | None) -> dict:
     """``defaults`` overridden by ``options``; an unknown key is rejected with its config path (``where.key``) and
     the valid keys (the CLI runs without the workflow's schema)."""
-    from attnaudit import AttnauditError
-
     unknown = sorted(set(options or {}) - set(defaults))
     if unknown:
         raise AttnauditError(f"{where}.{unknown[0]}: unknown option; expected one of {', '.join(defaults)}")

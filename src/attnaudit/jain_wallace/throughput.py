@@ -39,6 +39,7 @@ import torch
 from attnaudit.auditing import instance_seed, iterate_chunk, load_audit_inputs
 from attnaudit.data import collate
 from attnaudit.importance import get_method
+from attnaudit.io import load_npy
 from attnaudit.jain_wallace import reference
 from attnaudit.jain_wallace.common import Context
 from attnaudit.jain_wallace.options import resolve
@@ -220,7 +221,7 @@ def training_epoch_runner(dataset_dir: Path, model_dir: Path, embeddings: Path):
     examples, vocab = load_examples(dataset_dir)
     train = encode_split(examples, vocab, "train")
     classes = int(examples["label"].max()) + 1
-    model = build_model(spec, vocab, classes, torch.from_numpy(np.load(embeddings)))
+    model = build_model(spec, vocab, classes, torch.from_numpy(load_npy(embeddings)))
     context = TrainingContext(classes, len(vocab), markers_of(vocab), model.cfg.pad_index, len(SPECIALS), None, 0)
     terms, optimizer = terms_for(spec, context), adam(model, spec)
     device = torch.device("cpu")

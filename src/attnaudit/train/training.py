@@ -30,7 +30,7 @@ from tqdm import tqdm
 
 from attnaudit import AttnauditError
 from attnaudit.data import Encoded, encode_split, iterate_batches, load_examples
-from attnaudit.io import load_torch, write_json, write_parquet
+from attnaudit.io import load_npy, load_torch, write_json, write_parquet
 from attnaudit.masks import marker_ids
 from attnaudit.models import (
     AttentionClassifier,
@@ -221,7 +221,7 @@ def train_model(
             )
         attach_teacher(splits, teacher_predictions)
     num_classes = int(examples["label"].max()) + 1
-    matrix = torch.from_numpy(np.load(embeddings))
+    matrix = torch.from_numpy(load_npy(embeddings))
     if "query_tokens" in examples.columns:  # QA/NLI: query-conditioned attention (J&W §3, attnaudit.models.qa)
         model = build_qa_model(spec, vocab, num_classes, matrix, examples).to(device)
     else:
