@@ -14,6 +14,8 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from attnaudit.config_errors import check_section, schema_error_message
+from attnaudit import AttnauditError
+from attnaudit.corpora.build import resolved_options
 from attnaudit.corpora.registry import get_spec
 from attnaudit.embeddings.vectors import DEFAULTS as VECTOR_DEFAULTS
 from attnaudit.embeddings.vectors import check_pretrained
@@ -142,6 +144,20 @@ def corpus_spec(corpus):
 
 def corpus_options(corpus):
     return config["corpora"].get("options", {}).get(corpus, {})
+
+
+def check_corpus_options():
+    """corpora.options: every name a corpus, every key one of its options (a typo would plan the whole study and
+    fail in its first job)."""
+    for name, options in config["corpora"].get("options", {}).items():
+        try:
+            spec = corpus_spec(name)
+        except AttnauditError as err:
+            raise AttnauditError(f"config corpora.options.{name}: {err}") from None
+        resolved_options(spec, options)
+
+
+check_corpus_options()
 
 
 def tokenise_options(dataset):

@@ -138,6 +138,9 @@ def test_grid_blocks_are_united(tmp_path):
         ({**BASE, "wiegreffe_pinter": {"datasets": ["sst"]}}, "wiegreffe_pinter.datasets: ['sst'] not under"),
         ({**BASE, "audits": {"chunks_per_dataset": {"Planted": 2}}}, "chunks_per_dataset: ['Planted'] not under"),
         ({"datasets": {"planted": {"corpus": "planted", "grid": {"seeds": [1, 1]}}}}, "[1, 1] has non-unique"),
+        # corpus options, before the corpus job (which would fail only after the whole study was planned)
+        ({**BASE, "corpora": {"options": {"planted": {"n_exampls": 5}}}}, "corpora.options.planted: unknown option"),
+        ({**BASE, "corpora": {"options": {"plantd": {}}}}, "corpora.options.plantd: unknown corpus 'plantd'"),
         # a dataset's J&W overrides are checked like the global block
         (
             {"datasets": {"planted": {"corpus": "planted", "jain_wallace": {"adversarial": {"epsilon": -3}}}}},

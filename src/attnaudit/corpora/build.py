@@ -23,13 +23,16 @@ log = logging.getLogger(__name__)
 SPLIT_ORDER = ("train", "dev", "test", "all")
 
 
-def _options(spec: CorpusSpec, options: dict | None) -> dict:
-    """The spec's option defaults updated with ``options``; unknown keys are rejected."""
+def resolved_options(spec: CorpusSpec, options: dict | None) -> dict:
+    """The spec's option defaults updated with ``options`` (``corpora.options.<name>``); unknown keys are rejected
+    (the workflow calls this before any job runs)."""
     options = dict(options or {})
     unknown = set(options) - set(spec.options)
     if unknown:
         valid = ", ".join(sorted(spec.options)) or "none"
-        raise AttnauditError(f"corpus {spec.name!r}: unknown option(s) {sorted(unknown)}; valid options: {valid}")
+        raise AttnauditError(
+            f"corpora.options.{spec.name}: unknown option(s) {sorted(unknown)}; valid options: {valid}"
+        )
     return {**spec.options, **options}
 
 
@@ -66,7 +69,7 @@ def build_corpus(
     """Read corpus ``name`` (registry or ``user_corpora``) into (documents, manifest); writes nothing except
     verified raw files in ``raw_dir`` when the mirror does not hold the corpus."""
     spec = get_spec(name, user_corpora)
-    opts = _options(spec, options)
+    opts = resolved_options(spec, options)
     if spec.files:
         located = fetch_corpus(spec, Path(mirror) if mirror else None, Path(raw_dir))
         root, source, files = located.root, located.source, located.files
