@@ -16,6 +16,7 @@ from snakemake.utils import validate
 from attnaudit.config_errors import check_section, schema_error_message
 from attnaudit import AttnauditError
 from attnaudit.corpora.build import resolved_options
+from attnaudit.corpora.fetch import mirror_path
 from attnaudit.corpora.registry import get_spec
 from attnaudit.embeddings.vectors import DEFAULTS as VECTOR_DEFAULTS
 from attnaudit.embeddings.vectors import check_pretrained
@@ -73,6 +74,8 @@ for _method in {*IMPORTANCE, *config["saliency"]["methods"], *config["jain_walla
 
 # corpora.mirror goes to the corpus stage as --mirror; without it the stage falls back to env ATTNAUDIT_MIRROR
 # (read by the package, so CI and clusters can point at a mirror without editing config), then the official URLs.
+# Either one, if set, must be a directory (checked now, before any job).
+mirror_path(config["corpora"].get("mirror"))
 MIRROR_ARG = (
     f"--mirror {shlex.quote(str(Path(config['corpora']['mirror']).resolve()))}"
     if config["corpora"].get("mirror")

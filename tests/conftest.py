@@ -175,7 +175,9 @@ def snakemake(
     """``snakemake --directory workdir --configfile config --replace-workflow-config *args`` with the mirror, in
     this process's environment or ``env``."""
     cmd = [*SNAKEMAKE, "--directory", str(workdir), "--configfile", str(config), "--replace-workflow-config", *args]
-    env = {**(os.environ if env is None else env), "ATTNAUDIT_MIRROR": str(mirror_dir())}
+    env = {**(os.environ if env is None else env)}
+    if mirror_dir() is not None:
+        env["ATTNAUDIT_MIRROR"] = str(mirror_dir())
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     if check and proc.returncode != 0:
         raise AssertionError(

@@ -360,6 +360,7 @@ def test_truncated_archive_download(tmp_path, monkeypatch):
 
 def test_download_retries_then_names_url(tmp_path, offline):
     item = CorpusFile("data/x.csv", ("https://example.org/x.csv",), "0" * 64)
+    (tmp_path / "empty-mirror").mkdir()
     with pytest.raises(AttnauditError) as err:
         fetch.fetch_corpus(_toy_spec(item), tmp_path / "empty-mirror", tmp_path / "raw")
     assert offline == ["https://example.org/x.csv"] * 3
@@ -618,3 +619,13 @@ def test_mirror_from_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNAUDIT_MIRROR", str(tmp_path / "mirror"))
     located = fetch.fetch_corpus(_toy_spec(tree), None, tmp_path / "raw")
     assert located.root == folder and located.source["kind"] == "mirror"
+
+
+def test_a_mirror_that_is_not_a_directory_is_named(tmp_path, monkeypatch):
+    """A typo in the mirror path would send every corpus to the network without a word: it stops, naming where
+    the path was set."""
+    with pytest.raises(AttnauditError, match=r"corpora.mirror \(--mirror\): .*/nowhere is not a directory"):
+        build_corpus("sst", mirror=tmp_path / "nowhere", raw_dir=tmp_path / "raw")
+    monkeypatch.setenv("ATTNAUDIT_MIRROR", str(tmp_path / "nowhere"))
+    with pytest.raises(AttnauditError, match=r"\$ATTNAUDIT_MIRROR: .*/nowhere is not a directory"):
+        build_corpus("sst", raw_dir=tmp_path / "raw")

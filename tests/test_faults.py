@@ -202,6 +202,11 @@ def test_corrupt_model_and_examples_are_named(planted_dataset, planted_model_dir
     model.write_bytes((planted_model_dir / "model.pt").read_bytes()[:5000])  # truncated
     with pytest.raises(AttnauditError, match=rf"{model} is unreadable .*Delete it and rerun"):
         load_model(model)
+    flipped = bytearray((planted_model_dir / "model.pt").read_bytes())
+    flipped[len(flipped) // 2] ^= 0xFF  # inside a tensor's record: torch.load alone would not notice
+    model.write_bytes(bytes(flipped))
+    with pytest.raises(AttnauditError, match=rf"{model} is unreadable .*fails its CRC-32 check"):
+        load_model(model)
     dataset = tmp_path / "dataset"
     dataset.mkdir()
     (dataset / "vocab.json").write_bytes((planted_dataset / "dataset" / "vocab.json").read_bytes())

@@ -107,6 +107,11 @@ def load_torch(path: str | os.PathLike, map_location=None):
     if not Path(path).exists():
         raise FileNotFoundError(path)
     try:
+        if zipfile.is_zipfile(path):  # torch.load does not check the records' CRC-32: flipped bytes load silently
+            with zipfile.ZipFile(path) as archive:
+                damaged = archive.testzip()
+            if damaged is not None:
+                raise zipfile.BadZipFile(f"record {damaged} fails its CRC-32 check")
         return torch.load(path, map_location=map_location, weights_only=False)
     except READ_ERRORS as err:
         raise unreadable(path, err) from err

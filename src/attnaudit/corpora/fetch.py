@@ -48,9 +48,16 @@ class Located:
 
 
 def mirror_path(mirror: str | os.PathLike | None) -> Path | None:
-    """The mirror argument, else ``$ATTNAUDIT_MIRROR``, else None."""
+    """The mirror argument, else ``$ATTNAUDIT_MIRROR``, else None. A mirror that is not a directory is a mistake
+    (a typo would otherwise send every corpus to the network without a word): stop naming where it was set."""
     value = mirror if mirror else os.environ.get(MIRROR_ENV)
-    return Path(value).expanduser() if value else None
+    if not value:
+        return None
+    path = Path(value).expanduser()
+    if not path.is_dir():
+        where = "corpora.mirror (--mirror)" if mirror else f"${MIRROR_ENV}"
+        raise AttnauditError(f"{where}: {path} is not a directory; fix the path, or unset it to download")
+    return path
 
 
 def locate(spec: CorpusSpec, mirror: Path | None, raw_dir: Path) -> Path:
