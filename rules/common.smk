@@ -13,8 +13,8 @@ from jsonschema import ValidationError
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-from attnaudit.config_errors import check_section, schema_error_message
 from attnaudit import AttnauditError
+from attnaudit.config_errors import check_section, schema_error_message
 from attnaudit.corpora.build import resolved_options
 from attnaudit.corpora.fetch import mirror_path
 from attnaudit.corpora.registry import get_spec
@@ -214,15 +214,14 @@ for _dataset in DATASETS:
             tokenise_options(_dataset),
             config["seed"],
         )
-# pretrained vectors: the file exists and its header has the configured dimension, before any job runs
+# pretrained vectors: the file exists and its header gives embeddings.dim, before any job runs; hashed once
+PRETRAINED_SHA256 = {}
 for _dataset in DATASETS:
-    if pretrained_vectors(_dataset):
-        check_pretrained(
-            pretrained_vectors(_dataset),
-            {**VECTOR_DEFAULTS, **DATASETS[_dataset].get("embeddings", {})}["dim"],
-            f"datasets.{_dataset}.embeddings",
-        )
-PRETRAINED_SHA256 = {path: sha256_file(path) for path in {pretrained_vectors(d) for d in DATASETS} - {None}}
+    _vectors = pretrained_vectors(_dataset)
+    if _vectors:
+        _dim = {**VECTOR_DEFAULTS, **DATASETS[_dataset].get("embeddings", {})}["dim"]
+        check_pretrained(_vectors, _dim, f"datasets.{_dataset}.embeddings")
+        PRETRAINED_SHA256.setdefault(_vectors, sha256_file(_vectors))
 # only the corpora a dataset uses: an entry left in the config for a file since deleted stops nothing
 USED_CORPORA = {corpus_of(dataset) for dataset in DATASETS}
 USER_CORPUS_SHA256 = {name: sha256_file(entry["path"]) for name, entry in USER_CORPORA.items() if name in USED_CORPORA}
@@ -365,6 +364,7 @@ def combined_table_targets(paper):
 
 # -- audits (shared by every audit stage) ---------------------------------------------------------------------
 def check_chunks_per_dataset():
+    """audits.chunks_per_dataset names datasets (a misspelt name would silently get the default count)."""
     unknown = sorted(set(AUDITS.get("chunks_per_dataset", {})) - set(config["datasets"]))
     if unknown:
         raise ValueError(

@@ -14,6 +14,7 @@ SAL_PLANTED = [d for d in SAL_DATASETS if corpus_of(d) == "planted"]
 # a typo in saliency.models or .seeds would drop B&F from the tables and cards without a word: stop instead
 check_model_patterns("saliency.models", SAL["models"], SAL_DATASETS)
 check_seeds("saliency.seeds", SAL["seeds"], SAL_DATASETS)
+# datasets named in saliency.datasets need models to audit; with null (every dataset) one without them is skipped
 check_stage_selects("saliency", SAL_DATASETS if SAL["datasets"] is not None else [], saliency_models)
 
 

@@ -49,3 +49,11 @@ def test_a_missing_or_unlabelled_table_is_named(tmp_path):
         combine(tmp_path, {"t.csv": ["sst", "imdb"]})
     with pytest.raises(AttnauditError, match="sst/t.csv.*'dataset' column"):
         combine(tmp_path, {"t.csv": ["sst"]})
+
+
+def test_an_emptied_table_is_named_unreadable(tmp_path):
+    """A per-dataset CSV truncated to nothing (a crash outside the atomic writes, a user's edit) is named."""
+    write(tmp_path, "sst", "t.csv", "dataset,x\nsst,1\n")
+    write(tmp_path, "imdb", "t.csv", "")
+    with pytest.raises(AttnauditError, match=r"imdb/t.csv is unreadable .*Delete it and rerun"):
+        combine(tmp_path, {"t.csv": ["sst", "imdb"]})

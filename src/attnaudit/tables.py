@@ -18,13 +18,16 @@ from pathlib import Path
 import pandas as pd
 
 from attnaudit import AttnauditError
-from attnaudit.io import write_text
+from attnaudit.io import unreadable, write_text
 
 
 def combined_csv(paths: dict[str, Path]) -> str:
     frames = []
     for path in paths.values():
-        frame = pd.read_csv(path)
+        try:
+            frame = pd.read_csv(path)
+        except (pd.errors.EmptyDataError, pd.errors.ParserError) as err:
+            raise unreadable(path, err) from err
         if len(frame) and "dataset" not in frame.columns:
             raise AttnauditError(f"{path}: a per-dataset table needs a 'dataset' column to be combined")
         frames.append(frame)
