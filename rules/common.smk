@@ -107,31 +107,26 @@ def dataset_subset(key, names):
     return [n for n in names if n in DATASETS]
 
 
-def check_model_patterns(key, patterns, datasets):
-    """A stage's model selection (glob patterns over variant names): a pattern that matches no variant of the
-    stage's datasets is a typo, which would silently leave the stage's tables and cards without those models."""
-    if not datasets or not patterns:
-        return
-    variants = {variant(d, m)["variant"] for d in datasets for m in model_ids(d)}
-    for pattern in patterns:
-        if not fnmatch.filter(variants, pattern):
-            raise ValueError(f"config {key}: {pattern!r} matches no model of {datasets} (variants: {sorted(variants)})")
+def warn_unselected(key, patterns, seeds, datasets):
+    """A stage's model selection: a glob pattern (over variant names) or a seed that selects no model of the stage's
+    datasets is likely a typo, which would leave those models out of its tables and cards without a word. Said on
+    stderr (a pattern may be meant for a dataset this run leaves out); :func:`check_stage_selects` stops a
+    selection that selects nothing at all."""
+    fields = [variant(d, m) for d in datasets for m in model_ids(d)]
+    variants = {f["variant"] for f in fields}
+    unmatched = [p for p in patterns or [] if not fnmatch.filter(variants, p)]
+    unmatched += [f"seed {seed}" for seed in seeds or [] if seed not in {f["seed"] for f in fields}]
+    if datasets and unmatched:
+        print(f"attnaudit: warning: config {key}: {unmatched} select no model of {datasets}", file=sys.stderr)
 
 
-def check_seeds(key, seeds, datasets):
-    """A stage's seed selection: a seed no model of its datasets was trained with selects nothing."""
-    trained = {variant(d, m)["seed"] for d in datasets for m in model_ids(d)}
-    missing = sorted(set(seeds or []) - trained) if datasets else []
-    if missing:
-        raise ValueError(f"config {key}: no model of {datasets} has seed(s) {missing} (trained: {sorted(trained)})")
-
-
-def check_stage_selects(key, datasets, models_of):
+def check_stage_selects(key, selection, datasets, models_of):
     """Every dataset a stage is asked to run on has models for it: else its tables would be empty."""
     empty = [d for d in datasets if not models_of(d)]
     if empty:
+        variants = sorted({variant(d, m)["variant"] for d in empty for m in model_ids(d)})
         raise ValueError(
-            f"config {key}: selects no model with learned attention on {empty}; check the stage's models/seeds"
+            f"config {key}: {selection} select no model with learned attention on {empty} (variants: {variants})"
         )
 
 

@@ -11,11 +11,16 @@ SAL_TABLES = ["agreement", "faithfulness", "cost", "ig_convergence"]
 SAL_REPORT = "Bastings & Filippova 2020"
 SAL_DATASETS = dataset_subset("saliency.datasets", SAL["datasets"])
 SAL_PLANTED = [d for d in SAL_DATASETS if corpus_of(d) == "planted"]
-# a typo in saliency.models or .seeds would drop B&F from the tables and cards without a word: stop instead
-check_model_patterns("saliency.models", SAL["models"], SAL_DATASETS)
-check_seeds("saliency.seeds", SAL["seeds"], SAL_DATASETS)
-# datasets named in saliency.datasets need models to audit; with null (every dataset) one without them is skipped
-check_stage_selects("saliency", SAL_DATASETS if SAL["datasets"] is not None else [], saliency_models)
+# a typo in saliency.models or .seeds would drop models from B&F's tables and cards without a word: say so, and stop
+# if a dataset named in saliency.datasets (or, with null, every dataset) is left without models
+warn_unselected("saliency", SAL["models"], SAL["seeds"], SAL_DATASETS)
+SAL_SELECTS_ANY = any(map(saliency_models, SAL_DATASETS))
+check_stage_selects(
+    "saliency",
+    {"models": SAL["models"], "seeds": SAL["seeds"]},
+    SAL_DATASETS if SAL["datasets"] is not None or not SAL_SELECTS_ANY else [],
+    saliency_models,
+)
 
 
 rule saliency_agreement:

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from attnaudit import AttnauditError
-from attnaudit.data import PAD, load_examples
 from attnaudit.io import atomic_path, merged_options, sha256_file, write_json
+from attnaudit.specials import PAD
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +104,8 @@ def aligned_matrix(vectors, vocab: dict[str, int], dim: int, seed: int) -> tuple
 
 
 def run(dataset_dir: str, out_dir: str, options: dict, seed: int) -> dict:
+    from attnaudit.data import load_examples  # torch: not imported by the workflow's parse-time checks
+
     options = merged_options("embeddings", DEFAULTS, options)
     examples, vocab = load_examples(dataset_dir)
     if options["pretrained"]:
