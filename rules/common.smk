@@ -358,17 +358,7 @@ def combined_table_targets(paper):
 
 
 # -- audits (shared by every audit stage) ---------------------------------------------------------------------
-def check_chunks_per_dataset():
-    """audits.chunks_per_dataset names datasets (a misspelt name would silently get the default count)."""
-    unknown = sorted(set(AUDITS.get("chunks_per_dataset", {})) - set(config["datasets"]))
-    if unknown:
-        raise ValueError(
-            f"config audits.chunks_per_dataset: {unknown} not under datasets: (expected some of "
-            f"{list(config['datasets'])})"
-        )
-
-
-check_chunks_per_dataset()
+dataset_subset("audits.chunks_per_dataset", list(AUDITS.get("chunks_per_dataset", {})))  # misspelt names stop
 
 
 def audit_chunks(dataset):
@@ -412,9 +402,9 @@ def jw_dataset_options(dataset):
 
 def check_jw_overrides(dataset):
     """A dataset's jain_wallace overrides, merged, satisfy the schema of the jain_wallace block (keys, ranges)."""
-    for section, values in DATASETS[dataset].get("jain_wallace", {}).items():
+    for section in DATASETS[dataset].get("jain_wallace", {}):
         where = f"datasets.{dataset}.jain_wallace.{section}"
-        check_section({**JW[section], **values}, SCHEMA_FILE, ("jain_wallace", section), where)
+        check_section(jw_dataset_options(dataset)[section], SCHEMA_FILE, ("jain_wallace", section), where)
 
 
 # keys only the tables read (thresholds): changing them reruns the tables, not the audits

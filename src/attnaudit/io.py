@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import errno
 import hashlib
 import json
@@ -12,7 +13,7 @@ import pickle
 import shutil
 import tempfile
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -87,44 +88,44 @@ def unreadable(path: str | os.PathLike, err: BaseException) -> AttnauditError:
 READ_ERRORS = (OSError, ValueError, EOFError, RuntimeError, KeyError, pickle.UnpicklingError, zipfile.BadZipFile)
 
 
-def read_parquet(path: str | os.PathLike, **kwargs) -> pd.DataFrame:
-    """``pd.read_parquet`` with a corrupt file named (:func:`unreadable`); a missing file stays FileNotFoundError,
-    a directory is IsADirectoryError (pandas would read it as a partitioned data set)."""
+def read_written(path: str | os.PathLike, read: Callable[[], Any]) -> Any:
+    """``read()`` of a file this project wrote, a corrupt file named (:func:`unreadable`); a missing file stays
+    FileNotFoundError."""
     if not Path(path).exists():
         raise FileNotFoundError(path)
-    if Path(path).is_dir():
-        raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
     try:
-        return pd.read_parquet(path, **kwargs)
+        return read()
     except READ_ERRORS as err:
         raise unreadable(path, err) from err
 
 
+def read_parquet(path: str | os.PathLike, **kwargs) -> pd.DataFrame:
+    """``pd.read_parquet`` through :func:`read_written`; a directory is IsADirectoryError (pandas would read it
+    as a partitioned data set)."""
+    if Path(path).is_dir():
+        raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
+    return read_written(path, lambda: pd.read_parquet(path, **kwargs))
+
+
 def load_torch(path: str | os.PathLike, map_location=None):
-    """``torch.load`` of a file this project wrote (a model), a corrupt file named (:func:`unreadable`)."""
+    """``torch.load`` of a model file through :func:`read_written`, its zip records' CRC-32 checked first
+    (``torch.load`` does not: flipped bytes would load silently)."""
     import torch
 
-    if not Path(path).exists():
-        raise FileNotFoundError(path)
-    try:
-        if zipfile.is_zipfile(path):  # torch.load does not check the records' CRC-32: flipped bytes load silently
+    def read():
+        if zipfile.is_zipfile(path):
             with zipfile.ZipFile(path) as archive:
                 damaged = archive.testzip()
             if damaged is not None:
                 raise zipfile.BadZipFile(f"record {damaged} fails its CRC-32 check")
         return torch.load(path, map_location=map_location, weights_only=False)
-    except READ_ERRORS as err:
-        raise unreadable(path, err) from err
+
+    return read_written(path, read)
 
 
 def load_npy(path: str | os.PathLike) -> np.ndarray:
-    """``np.load`` of an array this project wrote (an embedding matrix), a corrupt file named (:func:`unreadable`)."""
-    if not Path(path).exists():
-        raise FileNotFoundError(path)
-    try:
-        return np.load(path, allow_pickle=False)
-    except READ_ERRORS as err:
-        raise unreadable(path, err) from err
+    """``np.load`` of an array this project wrote (an embedding matrix) through :func:`read_written`."""
+    return read_written(path, lambda: np.load(path, allow_pickle=False))
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> None:
@@ -247,20 +248,13 @@ def merged_options(where: str, defaults: dict, options: dict | None) -> dict:
 
 
 def resolve_options(stage: str, defaults: dict, options: dict | None) -> dict:
-    """A stage's option sections: ``defaults`` overridden by ``options`` one level deep per section; an unknown
-    section or key is rejected with its config path (``stage.section.key``) and what was expected."""
-    import copy
-
-    from attnaudit import AttnauditError
-
-    merged = copy.deepcopy(defaults)
-    for section, values in (options or {}).items():
-        if section not in merged:
-            raise AttnauditError(f"{stage}.{section}: unknown section; expected one of {', '.join(merged)}")
-        for key, value in (values or {}).items():
-            if key not in merged[section]:
-                raise AttnauditError(
-                    f"{stage}.{section}.{key}: unknown option; expected one of {', '.join(merged[section])}"
-                )
-            merged[section][key] = value
-    return merged
+    """A stage's option sections: ``defaults`` overridden by ``options`` one level deep per section
+    (:func:`merged_options` each); an unknown section or key is rejected with its config path
+    (``stage.section.key``) and what was expected."""
+    unknown = [section for section in options or {} if section not in defaults]
+    if unknown:
+        raise AttnauditError(f"{stage}.{unknown[0]}: unknown section; expected one of {', '.join(defaults)}")
+    return {
+        section: merged_options(f"{stage}.{section}", values, (options or {}).get(section))
+        for section, values in copy.deepcopy(defaults).items()
+    }
