@@ -229,10 +229,64 @@ def test_cli_prints_the_message_without_a_traceback(planted_dataset, tmp_path):
     proc = subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2 and "model.pt is unreadable" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "x").exists()
-    debug = subprocess.run(
-        [sys.executable, "-m", "attnaudit", "--debug", *cmd[3:], *args], capture_output=True, text=True, timeout=300
+    for debug_args in (["--debug", *cmd[3:], *args], [*cmd[3:], *args, "--debug"]):  # before or after the command
+        debug = subprocess.run(
+            [sys.executable, "-m", "attnaudit", *debug_args], capture_output=True, text=True, timeout=300
+        )
+        assert debug.returncode != 0 and "Traceback" in debug.stderr, debug_args
+
+
+@pytest.mark.parametrize(
+    "args,expected",
+    [
+        (
+            [
+                "train",
+                "--dataset-dir",
+                "{data}",
+                "--embeddings",
+                "{tmp}/m.npy",
+                "--out-dir",
+                "{tmp}/out",
+                "--spec",
+                '{{"epoch": 2}}',
+            ],
+            "train --spec: unknown key 'epoch'; expected some of encoder, ",
+        ),
+        (["explorer", "build", "--models", "{{}}", "--out-dir", "{tmp}/out"], "the plan has no 'templates'"),
+        (
+            ["explorer", "build", "--models", '[{{"dataset": "planted", "model": "m"}}]', "--out-dir", "{tmp}/out"],
+            "entry 0 has no 'card' (needs dataset, model, card, predictions, examples)",
+        ),
+        (["explorer", "build", "--models", "[]", "--out-dir", "{tmp}/out"], "an empty list"),
+        (
+            [
+                "explorer",
+                "build",
+                "--models",
+                '[{{"dataset": "d", "model": "m", "card": "c", "predictions": "p", "examples": "e"}}]',
+                "--options",
+                '{{"page": 3}}',
+                "--out-dir",
+                "{tmp}/out",
+            ],
+            "explorer.page: unknown option; expected one of page_size, digits",
+        ),
+    ],
+    ids=["train spec key", "explorer empty plan", "explorer entry", "explorer no model", "explorer option"],
+)
+def test_hand_written_json_arguments_are_checked(planted_dataset, tmp_path, args, expected):
+    """A --spec or --models written by hand names what is wrong (the workflow's schema does not see them): an
+    unknown training key is not ignored, a plan without a part is not a KeyError, and nothing is written."""
+    fill = {"tmp": tmp_path, "data": planted_dataset / "dataset"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "attnaudit", *(a.format(**fill) for a in args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
-    assert debug.returncode != 0 and "Traceback" in debug.stderr
+    assert proc.returncode == 2 and expected in proc.stderr, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr and not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize(

@@ -63,10 +63,14 @@ def stages_for(argv: list[str]) -> list[str]:
     return [stage] if stage in STAGES else STAGES
 
 
+#: flags of every command, accepted anywhere on the line (``attnaudit train ... --debug`` as well as before it)
+GLOBAL_FLAGS = {"-v": "verbose", "--verbose": "verbose", "--debug": "debug"}
+
+
 def build_parser(stages: list[str] = STAGES) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="attnaudit", description=__doc__)
-    parser.add_argument("-v", "--verbose", action="store_true")
-    parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at debug level (anywhere on the line)")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an error (anywhere on the line)")
     sub = parser.add_subparsers(dest="command", required=True)
     for stage in stages:
         importlib.import_module(f"attnaudit.{stage}").add_cli(sub)
@@ -90,7 +94,10 @@ def path_error(err: OSError) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    args = build_parser(stages_for(argv)).parse_args(argv)
+    flags = {GLOBAL_FLAGS[token] for token in argv if token in GLOBAL_FLAGS}
+    args = build_parser(stages_for(argv)).parse_args([token for token in argv if token not in GLOBAL_FLAGS])
+    for flag in flags:
+        setattr(args, flag, True)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

@@ -13,8 +13,9 @@ from attnaudit.io import json_arg
 def build(models: list[dict] | dict, out_dir: str, split: str = "test", options: dict | None = None) -> dict:
     """``models``: a list of model entries, or a plan (:func:`attnaudit.explorer.plan.expand_plan`)."""
     from attnaudit.explorer.build import build_site
-    from attnaudit.explorer.plan import expand_plan
+    from attnaudit.explorer.plan import check_models, expand_plan
 
+    check_models(models)
     entries = expand_plan(models) if isinstance(models, dict) else models
     return build_site(entries, out_dir, split=split, options=options)
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from attnaudit.io import read_json, read_parquet
+from attnaudit.io import merged_options, read_json, read_parquet
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +143,7 @@ def build_model(entry: dict, examples: pd.DataFrame, out: Path, split: str, opti
 def build_site(models: list[dict], out_dir: str | Path, *, split: str = "test", options: dict | None = None) -> dict:
     """Write the whole site into ``out_dir`` (replaced). A model whose files are missing (a partial run) is listed
     with what is missing; it never stops the others."""
-    options = {**DEFAULTS, **(options or {})}
+    options = merged_options("explorer", DEFAULTS, options)
     out = Path(out_dir)
     tmp = out.with_name(out.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)

@@ -4,6 +4,45 @@ that declares the rule's inputs and by the build, so the two cannot disagree."""
 
 from __future__ import annotations
 
+from attnaudit import AttnauditError
+
+#: what each model needs, in a list of entries and in a plan's ``templates.model`` and ``models``
+ENTRY_KEYS = ("dataset", "model", "card", "predictions", "examples")
+TEMPLATE_KEYS = ("card", "predictions", "examples", "manifest")
+PLAN_MODEL_KEYS = ("dataset", "model", "stages")
+
+
+def _require(where: str, value, keys: tuple[str, ...]) -> None:
+    if not isinstance(value, dict):
+        raise AttnauditError(f"explorer --models: {where} is {type(value).__name__}, expected an object")
+    missing = [key for key in keys if key not in value]
+    if missing:
+        raise AttnauditError(f"explorer --models: {where} has no {missing[0]!r} (needs {', '.join(keys)})")
+
+
+def check_models(models) -> None:
+    """``explorer build --models`` is also written by hand: a list of entries or a plan, each part named when it
+    is missing or of the wrong kind (instead of a KeyError deep in the build)."""
+    if isinstance(models, list):
+        if not models:
+            raise AttnauditError("explorer --models: an empty list; give at least one model")
+        for i, entry in enumerate(models):
+            _require(f"entry {i}", entry, ENTRY_KEYS)
+        return
+    _require("the plan", models, ("templates", "models"))
+    _require("templates", models["templates"], ("model",))
+    _require("templates.model", models["templates"]["model"], TEMPLATE_KEYS)
+    if not isinstance(models["models"], list) or not models["models"]:
+        raise AttnauditError("explorer --models: the plan's models is not a non-empty list")
+    for i, spec in enumerate(models["models"]):
+        _require(f"models[{i}]", spec, PLAN_MODEL_KEYS)
+        unknown = [stage for stage in spec["stages"] if stage not in models["templates"]]
+        if unknown:
+            raise AttnauditError(
+                f"explorer --models: models[{i}].stages: {unknown[0]!r} has no template; the plan's templates are "
+                f"{', '.join(models['templates'])}"
+            )
+
 
 def expand_plan(plan: dict) -> list[dict]:
     """``{templates: {"model": {card, predictions, examples, manifest}, <stage>: [source]}, models: [{dataset,

@@ -75,6 +75,18 @@ DEFAULTS = {
     "freeze_embeddings": False,
     "max_batch_tokens": 16384,  # padded tokens per batch at most: a long document cannot blow up memory
 }
+#: fields a model-sheet entry may add to :data:`DEFAULTS`: its name, teachers, its objective's weights, QA's decoder
+SHEET_FIELDS = ("variant", "guide", "teacher", "lambda", "delta", "eta", "mlm_probability", "decoder_hidden")
+
+
+def check_spec_keys(spec: dict) -> None:
+    """``train --spec`` is also written by hand (the workflow's schema checks the config): an unknown key would be
+    ignored silently, so it is rejected by name with the keys that exist."""
+    unknown = sorted(set(spec) - set(DEFAULTS) - set(SHEET_FIELDS))
+    if unknown:
+        raise AttnauditError(
+            f"train --spec: unknown key {unknown[0]!r}; expected some of {', '.join([*DEFAULTS, *SHEET_FIELDS])}"
+        )
 
 
 def seed_everything(seed: int) -> None:
@@ -377,6 +389,7 @@ def run(
     from_final_epoch: str | None = None,
 ) -> dict:
     """Train (or, ``from_final_epoch``, read off another job's run) and write model.pt, predictions, metrics."""
+    check_spec_keys(spec)
     if from_final_epoch:
         model, metrics, predictions = read_off_final_epoch(dataset_dir, from_final_epoch, spec, threads)
     elif not embeddings:
