@@ -257,7 +257,8 @@ def test_tables_figures_heatmaps(planted_audits, planted_dataset, tmp_path):
 
     out, _ = planted_audits
     root = tmp_path / "audits"
-    models = ("average-additive-base-s0", "lstm-additive-base-s0", "lstm-additive-base-s1")
+    # lstm150-additive-base shares encoder, attention and regulariser with lstm-additive-base: not one of its seeds
+    models = ("average-additive-base-s0", "lstm-additive-base-s0", "lstm-additive-base-s1", "lstm150-additive-base-s0")
     runs, manifest = [], tmp_path / "manifest.json"
     manifest.write_text(json.dumps({"label_names": ["neg", "pos"]}))  # the corpus's class names
     metrics = tmp_path / "metrics.json"
@@ -265,6 +266,7 @@ def test_tables_figures_heatmaps(planted_audits, planted_dataset, tmp_path):
     for model in models:  # the same audits under three names
         (root / "planted" / model).mkdir(parents=True)
         encoder, attention, _, seed = model.split("-")
+        encoder = encoder.removesuffix("150")
         run = {
             "dataset": "planted",
             "model": model,
@@ -274,6 +276,7 @@ def test_tables_figures_heatmaps(planted_audits, planted_dataset, tmp_path):
             "attention": attention,
             "regulariser": "base",
             "seed": int(seed[1:]),
+            "variant": model.rsplit("-", 1)[0],
             "manifest": manifest,
             "metrics": metrics,
         }
@@ -294,8 +297,10 @@ def test_tables_figures_heatmaps(planted_audits, planted_dataset, tmp_path):
     adv = pd.read_csv(tmp_path / "tables" / "adversarial.csv")
     assert {"eps_max_jsd_mean", "high_jsd_fraction"} <= set(adv)
     t1 = tables["table1"]  # J&W Table 1: SST is scored by the positive class's F1, next to their 0.81
-    assert t1["ours"].tolist() == [0.78] * 3 and set(t1["metric"]) == {"positive-class F1"}
-    assert t1["jw_bilstm"].tolist() == [0.81] * 3 and "| positive-class F1 | 0.780 |" in tables_md(tmp_path, "table1")
+    assert t1["ours"].tolist() == [0.78] * len(models) and set(t1["metric"]) == {"positive-class F1"}
+    assert t1["jw_bilstm"].tolist() == [0.81] * len(models) and "| positive-class F1 | 0.780 |" in tables_md(
+        tmp_path, "table1"
+    )
     t2 = tables["table2"]
     assert set(t2["measure"]) == {"tau_g", "tau_loo"} and t2["jw_mean"].notna().all()
     correlation = tables["correlation"]
@@ -309,13 +314,14 @@ def test_tables_figures_heatmaps(planted_audits, planted_dataset, tmp_path):
         ]
         assert r["ours_mean"] == pytest.approx(ours["tau_mean"].item())
     assert "| planted | tau_g |" in (tmp_path / "tables" / "table2.md").read_text()
-    seeds = tables["seeds"].set_index(["encoder", "measure", "predicted_class"])
-    lstm_g = seeds.loc[("lstm", "tau_g", 0)]
+    seeds = tables["seeds"].set_index(["variant", "measure", "predicted_class"])
+    lstm_g = seeds.loc[("lstm-additive-base", "tau_g", 0)]
     assert lstm_g["n_seeds"] == 2 and lstm_g["seeds"] == "0 1" and lstm_g["tau_std_over_seeds"] == 0.0
+    assert seeds.loc[("lstm150-additive-base", "tau_g", 0)]["n_seeds"] == 1  # its own row, not a third seed
     in_table2 = t2.groupby(["encoder", "measure", "predicted_class"])["jw_mean"].first()
     assert lstm_g["jw_mean"] == in_table2.loc[("lstm", "tau_g", 0)]
-    assert seeds.loc[("average", "tau_g", 0)]["jw_mean"] == in_table2.loc[("average", "tau_g", 0)]
-    assert np.isnan(seeds.loc[("average", "tau_loo", 0)]["jw_mean"])  # J&W report τ_loo for the BiLSTM only
+    assert seeds.loc[("average-additive-base", "tau_g", 0)]["jw_mean"] == in_table2.loc[("average", "tau_g", 0)]
+    assert np.isnan(seeds.loc[("average-additive-base", "tau_loo", 0)]["jw_mean"])  # J&W: τ_loo for the BiLSTM only
     assert "| planted | best | lstm-additive-base | tau_g | neg |" in (tmp_path / "tables" / "seeds.md").read_text()
 
     shown = ["average-additive-base-s0", "lstm-additive-base-s0"]

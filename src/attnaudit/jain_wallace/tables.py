@@ -15,6 +15,7 @@ from attnaudit.io import read_json, read_parquet, write_text
 from attnaudit.jain_wallace.correlation import method_pairs, pair_name
 from attnaudit.jain_wallace.labels import ALL_CLASSES, class_name, label_names
 from attnaudit.jain_wallace.options import resolve
+from attnaudit.modelsheet import parse_model_id
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +95,7 @@ def _load(runs: list[dict], audit: str) -> pd.DataFrame:
     frames = []
     for run in runs:
         identity = {"dataset": run["dataset"], "model": run["model"], "selection": run.get("selection", "")}
+        identity["variant"] = run.get("variant") or parse_model_id(run["model"])["variant"]
         identity.update({k: run.get(k, "") for k in ("encoder", "attention", "regulariser")})
         identity["seed"] = run.get("seed", -1)
         if "epsilon" in run:  # per-dataset ε (datasets.<name>.jain_wallace.adversarial.epsilon; J&W: 0.05 for QA)
@@ -103,7 +105,17 @@ def _load(runs: list[dict], audit: str) -> pd.DataFrame:
 
 
 def _keys():
-    return ["dataset", "model", "encoder", "attention", "regulariser", "seed", "selection", "predicted_class"]
+    return [
+        "dataset",
+        "model",
+        "variant",
+        "encoder",
+        "attention",
+        "regulariser",
+        "seed",
+        "selection",
+        "predicted_class",
+    ]
 
 
 def correlation_table(frame: pd.DataFrame, options: dict) -> pd.DataFrame:
@@ -319,11 +331,12 @@ SEED_MEASURES = {"attention~gradient": "tau_g", "attention~loo": "tau_loo"}
 
 def seeds_table(correlation: pd.DataFrame, corpora: dict[str, str]) -> pd.DataFrame:
     """τ_g and τ_loo per dataset × selection rule × variant × predicted class: each seed's mean τ, then the mean
-    and std over seeds, next to J&W Table 2 (BiLSTM τ_g/τ_loo; Average τ_g)."""
+    and std over the seeds of that one variant (never over variants that share an encoder, attention and
+    regulariser but differ in size, layers or weights), next to J&W Table 2 (BiLSTM τ_g/τ_loo; Average τ_g)."""
     jw_column = {(encoder, pair): i for i, (_, encoder, pair) in enumerate(JW_MEASURES)}
     frame = correlation[correlation["pair"].isin(list(SEED_MEASURES))]
     rows = []
-    keys = ["dataset", "selection", "encoder", "attention", "regulariser", "pair", "predicted_class"]
+    keys = ["dataset", "selection", "variant", "encoder", "attention", "regulariser", "pair", "predicted_class"]
     for key, group in frame.groupby(keys, sort=True):
         group = group.sort_values("seed")
         info = dict(zip(keys, key))
@@ -358,7 +371,7 @@ def seeds_markdown(frame: pd.DataFrame) -> str:
         ["dataset", "selection", "model", "measure", "class", "per seed", "mean ± std over seeds", "J&W"]
         + ["ours − J&W"],
         [
-            [r["dataset"], r["selection"], f"{r['encoder']}-{r['attention']}-{r['regulariser']}", r["measure"]]
+            [r["dataset"], r["selection"], r["variant"], r["measure"]]
             + [r["label"], f"{r['per_seed']} (s {r['seeds']})"]
             + [f"{number(r['tau_mean_over_seeds'])} ± {number(r['tau_std_over_seeds'])}", number(r["jw_mean"])]
             + [number(r["ours_minus_jw"])]
