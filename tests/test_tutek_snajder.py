@@ -11,6 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 from sklearn.cluster import MiniBatchKMeans
 from sklearn.metrics import f1_score, mutual_info_score
 
@@ -19,6 +21,7 @@ from attnaudit.cli import main
 from attnaudit.data import SPECIALS, collate
 from attnaudit.jain_wallace import reference
 from attnaudit.masks import marker_ids
+from attnaudit.plotting import plain_text
 from attnaudit.tutek_snajder import paper
 from attnaudit.tutek_snajder.figures import choose_instances, write_figures
 from attnaudit.tutek_snajder.fragility import fragility_logits, run_fragility, uniform_attention
@@ -440,6 +443,24 @@ def test_tables_from_crafted_runs(crafted_runs, tmp_path):
     assert "excluded (dimensions differ)" in (tmp_path / "tables" / "table2_mutual_information.md").read_text()
 
 
+def test_tables_pool_seeds_within_a_variant_only(crafted_runs, tmp_path):
+    """Two tying variants (δ differ) are two rows, each over its own seeds — never one row whose ± is the spread
+    over δ — and each is compared with base on its own (T&Š report one δ per dataset)."""
+    tying30 = {**next(r for r in crafted_runs if r["model"] == "lstm-additive-tying-s0"), "model": "tying30-s0"}
+    tying30["fragility"] = _fragility_json(tmp_path / "tying30.json", 0.8, 0.8, [0.8])  # no drop at all
+    tables = write_tables([*crafted_runs, tying30], tmp_path / "tables")
+    t1 = tables["table1_fragility"].set_index("variant")
+    assert t1.loc["lstm-additive-tying", "n_seeds"] == 2 and t1.loc["tying30", "n_seeds"] == 1
+    assert np.isnan(t1.loc["tying30", "un_std"]) and t1.loc["tying30", "un_mean"] == pytest.approx(0)
+    assert t1.loc["tying30", "direction_un"] == False  # noqa: E712 — its own comparison with base
+    assert t1.loc["lstm-additive-tying", "direction_un"] == True  # noqa: E712
+    assert (
+        "| sst | additive | tying | tying30 | 1 | 80.0 | 0.0 | 0.0 |"
+        in (tmp_path / "tables" / "table1_fragility.md").read_text()
+    )
+    assert "ours: mixed (4 of 6)" in (tmp_path / "tables" / "directions.md").read_text()  # fragility
+
+
 def test_tables_survive_missing_inputs(tmp_path):
     runs = [{"dataset": "x", "model": "lstm-dot-base-s0", "fragility": str(tmp_path / "nope.json")}]
     tables = write_tables(json.dumps(runs), tmp_path / "out")
@@ -477,6 +498,23 @@ def test_figures_from_crafted_runs(crafted_runs, tmp_path):
     empty = [tmp_path / f"empty-{i}.png" for i in range(3)]
     write_figures([{"dataset": "x", "model": "m"}], *empty)
     assert all(p.exists() for p in empty)
+
+
+def test_token_probability_figure_draws_dollar_tokens_literally(crafted_runs, tmp_path):
+    """A token with ``$…$`` (spaCy keeps ``x$\\foo$y`` as one) is a tick label drawn as it is: it stopped Fig. 2
+    with mathtext's "Unknown symbol: \\foo", and ``a$b$c`` was drawn as maths."""
+    examples = pd.read_parquet(Path(crafted_runs[0]["dataset_dir"]) / "examples.parquet")
+    examples["tokens"] = [[("x$\\foo$y", "a$b$c")[i % 2] for i in range(len(t))] for t in examples["tokens"]]
+    (tmp_path / "dollar").mkdir()
+    examples.to_parquet(tmp_path / "dollar" / "examples.parquet")
+    runs = [{**r, "dataset_dir": str(tmp_path / "dollar")} for r in crafted_runs if r.get("dataset_dir")]
+    outs = [tmp_path / f"{name}.png" for name in ("fragility", "tokens", "adversary")]
+    write_figures(runs, *outs, n_examples=2)
+    assert outs[1].stat().st_size > 1000
+    fig = Figure()
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    literal = fig.text(0, 0, "a$b$c", parse_math=False).get_window_extent(renderer)
+    assert fig.text(0, 0, plain_text("a$b$c")).get_window_extent(renderer).width == literal.width
 
 
 def test_figure_instances_are_shared_correct_and_short():

@@ -53,6 +53,7 @@ def _normalise(record: dict, index: int) -> dict:
         "dataset": record["dataset"],
         "corpus": record.get("corpus") or record["dataset"],
         "model": record["model"],
+        "variant": _variant(record["model"]),
         "regulariser": record.get("regulariser") or "base",
         "attention": record.get("attention") or "additive",
         "layers": int(record.get("layers") or 1),
@@ -61,6 +62,15 @@ def _normalise(record: dict, index: int) -> dict:
     for key in PATH_KEYS:
         run[key] = record.get(key) or None
     return run
+
+
+def _variant(model: str) -> str:
+    """The model's variant (its id without the seed): seeds are pooled within a variant, never across variants
+    that share a regulariser (tying10 and tying20 are two rows)."""
+    try:
+        return parse_model_id(model)["variant"]
+    except AttnauditError:
+        return model
 
 
 def load_json(path: str | None) -> dict | None:

@@ -22,7 +22,7 @@ from attnaudit.tutek_snajder.tables import _fmt, _sorted
 
 log = logging.getLogger(__name__)
 
-KEYS = ["dataset", "corpus", "attention", "layers", "regulariser"]
+KEYS = ["dataset", "corpus", "attention", "layers", "regulariser", "variant"]  # seeds pooled per variant
 MEASURES = {
     "tau_attention_loo": "mean τ(attention, LOO)",
     "eps_max_jsd": "mean ε-max JSD",
@@ -99,15 +99,16 @@ def summary_table(runs: list[dict]) -> pd.DataFrame:
 
 def summary_markdown(table: pd.DataFrame) -> str:
     lines = [
-        "# Beyond Tutek & Šnajder: the other audits of the same models, by regulariser",
+        "# Beyond Tutek & Šnajder: the other audits of the same models, by variant",
         "",
-        "Means over the runs (seeds) that have each output (count in brackets). τ(attention, LOO): J&W §4.1; "
-        "ε-max JSD: J&W §4.2.2 (higher = easier adversaries); AOPC rank: attention among the B&F importance "
-        "methods by ERASER comprehensiveness (signed ranking, deletion; 1 = most faithful, of n methods). "
+        "Means over the runs (seeds) of each variant that have each output (count in brackets). "
+        "τ(attention, LOO): J&W §4.1; ε-max JSD: J&W §4.2.2 (higher = easier adversaries); "
+        "AOPC rank: attention among the B&F importance methods by ERASER comprehensiveness (signed ranking, "
+        "deletion; 1 = most faithful, of n methods). "
         "If a regulariser makes attention more faithful, τ should rise, ε-max JSD fall and attention's rank improve.",
         "",
-        "| dataset | att. | layers | regulariser | runs | " + " | ".join(MEASURES.values()) + " |",
-        "|" + "---|" * (5 + len(MEASURES)),
+        "| dataset | att. | layers | regulariser | variant | runs | " + " | ".join(MEASURES.values()) + " |",
+        "|" + "---|" * (6 + len(MEASURES)),
     ]
     digits = {"tau_attention_loo": 3, "eps_max_jsd": 3, "attention_aopc_rank": 1, "pm_delta_f1": 1}
     for r in table.to_dict("records"):
@@ -118,9 +119,8 @@ def summary_markdown(table: pd.DataFrame) -> str:
                 value += f" of {int(r['n_methods'])}"
             cells.append(f"{value} ({int(r[f'{column}_n'])})")
         lines.append(
-            f"| {r['dataset']} | {r['attention']} | {r['layers']} | {r['regulariser']} | {r['n_runs']} | "
-            + " | ".join(cells)
-            + " |"
+            f"| {r['dataset']} | {r['attention']} | {r['layers']} | {r['regulariser']} | {r['variant']} | "
+            f"{r['n_runs']} | " + " | ".join(cells) + " |"
         )
     return "\n".join(lines) + "\n"
 

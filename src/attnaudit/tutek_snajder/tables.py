@@ -1,7 +1,9 @@
 """T&Š tables from the per-model outputs, our numbers beside the paper's (:mod:`attnaudit.tutek_snajder.paper`).
 
-- ``table1_fragility``: Tr. F1 and Un./Pm. ΔF1 (points ×100) per dataset × attention × regulariser, 1-layer
-  models, mean ± std over seeds (§4.1, Table 1).
+- ``table1_fragility``: Tr. F1 and Un./Pm. ΔF1 (points ×100) per dataset × attention × variant, 1-layer
+  models, mean ± std over the variant's seeds (§4.1, Table 1). Every table has one row per variant: T&Š report
+  only their best δ (tying) and η (MLM) per dataset, so each of our tying or MLM variants stands beside that one
+  figure, and its comparison with base is made variant by variant.
 - ``table2_mutual_information``: MI (nats) of MF and RS words per regulariser, with k used and the ln k bound;
   concat is marked excluded, as in the paper (§4.2, Table 2).
 - ``table3_token_probability``: mean per-token probability of the predicted class over correctly predicted
@@ -34,7 +36,7 @@ CLAIMS = {
     "layers_base": "base becomes more robust (smaller drops) with every added layer (App. B, Table 6)",
     "layers_fragility": "tying and MLM lose more F1 than base, per number of layers (App. B, Table 6)",
 }
-VARIANT_KEYS = ["dataset", "corpus", "attention", "layers", "regulariser"]
+VARIANT_KEYS = ["dataset", "corpus", "attention", "layers", "regulariser", "variant"]
 
 
 def _num(x) -> float:
@@ -56,7 +58,9 @@ def _cell(mean, std, digits: int = 1) -> str:
 def _sorted(frame: pd.DataFrame) -> pd.DataFrame:
     if frame.empty:
         return frame
-    order = frame.apply(lambda r: (r["dataset"], r.get("layers", 1), *sort_key(r["regulariser"], r["attention"])), 1)
+    order = frame.apply(
+        lambda r: (r["dataset"], r.get("layers", 1), *sort_key(r["regulariser"], r["attention"]), r["variant"]), 1
+    )
     return frame.assign(_order=order).sort_values("_order", kind="stable").drop(columns="_order").reset_index(drop=True)
 
 
@@ -223,17 +227,26 @@ def _holds(a: float, b: float, relation) -> bool | None:
     return None if pd.isna(a) or pd.isna(b) else bool(relation(a, b))
 
 
-def _lookup(table: pd.DataFrame, key: dict) -> pd.Series | None:
-    match = table
-    for column, value in key.items():
-        match = match[match[column] == value]
-    return match.iloc[0] if len(match) else None
+def _variants(table: pd.DataFrame, regulariser: str) -> list[pd.Series]:
+    """The rows (one per variant) of ``regulariser`` in ``table``."""
+    return [row for _, row in table[table["regulariser"] == regulariser].iterrows()]
 
 
-def _direction(claim, key, measure, regulariser, comparison, ours, ts, relation) -> dict:
+def _pairs(group: pd.DataFrame, regularisers: tuple[str, ...], need_base: bool = False):
+    """(regulariser, base row or None, other row) for every base variant × every variant of each regulariser."""
+    bases = _variants(group, "base") or ([] if need_base else [None])
+    for regulariser in regularisers:
+        for other in _variants(group, regulariser):
+            for base in bases:
+                yield regulariser, base, other
+
+
+def _direction(claim, key, measure, regulariser, comparison, ours, ts, relation, rows=(None, None)) -> dict:
     """One row of directions.csv. ``key`` = (dataset, corpus, attention, layers); ``ours``/``ts`` = (base-side,
-    other-side) values; the claim holds where ``relation(base-side, other-side)`` (undetermined with a NaN)."""
+    other-side) values; the claim holds where ``relation(base-side, other-side)`` (undetermined with a NaN);
+    ``rows`` the two sides' table rows (their variants are named)."""
     dataset, corpus, attention, layers = key
+    base_variant, variant = (None if r is None else r["variant"] for r in rows)
     return {
         "claim": claim,
         "dataset": dataset,
@@ -242,6 +255,8 @@ def _direction(claim, key, measure, regulariser, comparison, ours, ts, relation)
         "layers": int(layers),
         "measure": measure,
         "regulariser": regulariser,
+        "variant": variant,
+        "base_variant": base_variant,
         "comparison": comparison,
         "ours_base": ours[0],
         "ours_other": ours[1],
@@ -258,11 +273,7 @@ def fragility_directions(table: pd.DataFrame, claim: str) -> list[dict]:
     if table.empty:
         return rows
     for key, group in table.groupby(["dataset", "corpus", "attention", "layers"], sort=False):
-        base = _lookup(group, {"regulariser": "base"})
-        for regulariser in ("tying", "mlm"):
-            other = _lookup(group, {"regulariser": regulariser})
-            if base is None and other is None:
-                continue
+        for regulariser, base, other in _pairs(group, ("tying", "mlm")):
             for measure in ("un", "pm"):
                 ours = [np.nan if r is None else r[f"{measure}_mean"] for r in (base, other)]
                 ts = [np.nan if r is None else r[f"ts_{measure}"] for r in (base, other)]
@@ -276,6 +287,7 @@ def fragility_directions(table: pd.DataFrame, claim: str) -> list[dict]:
                         ours,
                         ts,
                         lambda base_, other_: other_ < base_,
+                        (base, other),
                     )
                 )
     return rows
@@ -303,6 +315,7 @@ def layers_base_directions(table: pd.DataFrame) -> list[dict]:
                         shallow_deep,
                         paper_values,
                         lambda shallow_, deep_: deep_ >= shallow_,
+                        (shallow, deep),
                     )
                 )
     return rows
@@ -315,11 +328,7 @@ def mutual_information_directions(table: pd.DataFrame) -> list[dict]:
         return rows
     usable = table[~table["excluded"]]
     for key, group in usable.groupby(["dataset", "corpus", "attention", "layers"], sort=False):
-        base = _lookup(group, {"regulariser": "base"})
-        for regulariser in ("residual", "tying", "mlm"):
-            other = _lookup(group, {"regulariser": regulariser})
-            if other is None:
-                continue
+        for regulariser, base, other in _pairs(group, ("residual", "tying", "mlm")):
             for sample in ("mf", "rs"):
                 ours = [np.nan if r is None else r[f"{sample}_mean"] for r in (base, other)]
                 ts = [np.nan if r is None else r[f"ts_{sample}"] for r in (base, other)]
@@ -333,6 +342,7 @@ def mutual_information_directions(table: pd.DataFrame) -> list[dict]:
                         ours,
                         ts,
                         lambda base_, other_: base_ < other_,
+                        (base, other),
                     )
                 )
     return rows
@@ -344,11 +354,7 @@ def token_probability_directions(table: pd.DataFrame) -> list[dict]:
     if table.empty:
         return rows
     for key, group in table.groupby(["dataset", "corpus", "attention", "layers"], sort=False):
-        base = _lookup(group, {"regulariser": "base"})
-        for regulariser in ("tying", "mlm"):
-            other = _lookup(group, {"regulariser": regulariser})
-            if other is None:
-                continue
+        for regulariser, base, other in _pairs(group, ("tying", "mlm")):
             ours = [np.nan if r is None else r["token_prob_mean"] for r in (base, other)]
             ts = [np.nan if r is None else r["ts_token_prob"] for r in (base, other)]
             rows.append(
@@ -361,6 +367,7 @@ def token_probability_directions(table: pd.DataFrame) -> list[dict]:
                     ours,
                     ts,
                     lambda base_, other_: base_ > other_,
+                    (base, other),
                 )
             )
     return rows
@@ -404,15 +411,16 @@ def _directions_markdown(directions: pd.DataFrame, claims: list[str]) -> list[st
     if len(rows):
         lines += [
             "",
-            "| claim | dataset | att. | layers | measure | comparison | ours (base vs other) | holds | "
-            "T&Š (base vs other) | holds |",
-            "|---|---|---|---|---|---|---|---|---|---|",
+            "| claim | dataset | att. | layers | measure | comparison | variants (base vs other) | "
+            "ours (base vs other) | holds | T&Š (base vs other) | holds |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         yes = lambda v: "–" if v is None or pd.isna(v) else ("yes" if v else "**no**")  # noqa: E731
         for r in rows.itertuples():
             digits = 3 if r.claim in ("mutual_information", "token_probability") else 1
             lines.append(
                 f"| {r.claim} | {r.dataset} | {r.attention} | {r.layers} | {r.measure} | {r.comparison} | "
+                f"{r.base_variant or '–'} vs {r.variant or '–'} | "
                 f"{_fmt(r.ours_base, digits)} vs {_fmt(r.ours_other, digits)} | {yes(r.ours_holds)} | "
                 f"{_fmt(r.ts_base, digits)} vs {_fmt(r.ts_other, digits)} | {yes(r.ts_holds)} |"
             )
@@ -433,14 +441,14 @@ def table1_markdown(table: pd.DataFrame, directions: pd.DataFrame, f1: str) -> s
         "permutations). 1-layer models; mean ± std over seeds (n). T&Š: mean of five runs.",
     )
     lines += [
-        "| dataset | att. | regulariser | n | Tr. | Un. | Pm. | T&Š Tr. | T&Š Un. | T&Š Pm. |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| dataset | att. | regulariser | variant | n | Tr. | Un. | Pm. | T&Š Tr. | T&Š Un. | T&Š Pm. |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in table.itertuples():
         lines.append(
-            f"| {r.dataset} | {r.attention} | {r.regulariser} | {r.n_seeds} | {_cell(r.tr_mean, r.tr_std)} | "
-            f"{_cell(r.un_mean, r.un_std)} | {_cell(r.pm_mean, r.pm_std)} | {_fmt(r.ts_tr)} | {_fmt(r.ts_un)} | "
-            f"{_fmt(r.ts_pm)} |"
+            f"| {r.dataset} | {r.attention} | {r.regulariser} | {r.variant} | {r.n_seeds} | "
+            f"{_cell(r.tr_mean, r.tr_std)} | {_cell(r.un_mean, r.un_std)} | {_cell(r.pm_mean, r.pm_std)} | "
+            f"{_fmt(r.ts_tr)} | {_fmt(r.ts_un)} | {_fmt(r.ts_pm)} |"
         )
     return "\n".join(lines + _directions_markdown(directions, ["fragility"])) + "\n"
 
@@ -455,8 +463,9 @@ def table2_markdown(table: pd.DataFrame, directions: pd.DataFrame) -> str:
         "over seeds (n).",
     )
     lines += [
-        "| dataset | att. | layers | regulariser | n | MF | RS | k used | ln k | T&Š MF | T&Š RS | T&Š ln k | note |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| dataset | att. | layers | regulariser | variant | n | MF | RS | k used | ln k | T&Š MF | T&Š RS | T&Š ln k "
+        "| note |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in table.itertuples():
         mf, rs, note = _cell(r.mf_mean, r.mf_std, 3), _cell(r.rs_mean, r.rs_std, 3), r.note
@@ -464,7 +473,7 @@ def table2_markdown(table: pd.DataFrame, directions: pd.DataFrame) -> str:
             note = f"{note} (ours: MF {mf}, RS {rs})"
             mf = rs = EXCLUDED
         lines.append(
-            f"| {r.dataset} | {r.attention} | {r.layers} | {r.regulariser} | {r.n_seeds} | {mf} | {rs} | "
+            f"| {r.dataset} | {r.attention} | {r.layers} | {r.regulariser} | {r.variant} | {r.n_seeds} | {mf} | {rs} | "
             f"{r.k_used} | {_fmt(r.ln_k, 3)} | {_fmt(r.ts_mf, 3)} | {_fmt(r.ts_rs, 3)} | {_fmt(r.ts_ln_k, 3)} | "
             f"{note} |"
         )
@@ -480,12 +489,12 @@ def table3_markdown(table: pd.DataFrame, directions: pd.DataFrame) -> str:
         "mean ± std over seeds (n). Lower is better. p(ŷ): the models' own mean prediction probability.",
     )
     lines += [
-        "| dataset | att. | layers | regulariser | n | per-token p | p(ŷ) | correct instances | T&Š |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| dataset | att. | layers | regulariser | variant | n | per-token p | p(ŷ) | correct instances | T&Š |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in table.itertuples():
         lines.append(
-            f"| {r.dataset} | {r.attention} | {r.layers} | {r.regulariser} | {r.n_seeds} | "
+            f"| {r.dataset} | {r.attention} | {r.layers} | {r.regulariser} | {r.variant} | {r.n_seeds} | "
             f"{_cell(r.token_prob_mean, r.token_prob_std, 3)} | {_fmt(r.prediction_prob_mean, 3)} | {r.n_correct} | "
             f"{_fmt(r.ts_token_prob, 3)} |"
         )
@@ -499,12 +508,12 @@ def table6_markdown(table: pd.DataFrame, directions: pd.DataFrame, f1: str) -> s
         f"As Table 1 ({f1} F1), for 1–3 layer BiLSTMs; mean ± std over seeds (n).",
     )
     lines += [
-        "| dataset | att. | layers | regulariser | n | Tr. | Un. | Pm. | T&Š Tr. | T&Š Un. | T&Š Pm. |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| dataset | att. | layers | regulariser | variant | n | Tr. | Un. | Pm. | T&Š Tr. | T&Š Un. | T&Š Pm. |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in table.itertuples():
         lines.append(
-            f"| {r.dataset} | {r.attention} | {r.layers} | {r.regulariser} | {r.n_seeds} | "
+            f"| {r.dataset} | {r.attention} | {r.layers} | {r.regulariser} | {r.variant} | {r.n_seeds} | "
             f"{_cell(r.tr_mean, r.tr_std)} | {_cell(r.un_mean, r.un_std)} | {_cell(r.pm_mean, r.pm_std)} | "
             f"{_fmt(r.ts_tr)} | {_fmt(r.ts_un)} | {_fmt(r.ts_pm)} |"
         )
@@ -530,6 +539,7 @@ def paper_directions() -> pd.DataFrame:
                             "attention": attention,
                             "layers": 1,
                             "regulariser": regulariser,
+                            "variant": regulariser,
                         }
                         | fixed
                         | cells
@@ -564,13 +574,14 @@ def directions_markdown(directions: pd.DataFrame) -> str:
 
 
 def _attach(table: pd.DataFrame, directions: list[dict], columns: dict[str, str]) -> pd.DataFrame:
-    """Per regulariser row, whether its comparison with base holds (ours, T&Š), as extra CSV columns."""
+    """Per variant row, whether its comparison with base holds (ours, T&Š), as extra CSV columns (with several
+    base variants, the last comparison's)."""
     if table.empty:
         return table
-    index = {(d["dataset"], d["attention"], d["layers"], d["regulariser"], d["measure"]): d for d in directions}
+    index = {(d["dataset"], d["attention"], d["layers"], d["variant"], d["measure"]): d for d in directions}
     table = table.copy()
     for measure, column in columns.items():
-        found = [index.get((r.dataset, r.attention, r.layers, r.regulariser, measure), {}) for r in table.itertuples()]
+        found = [index.get((r.dataset, r.attention, r.layers, r.variant, measure), {}) for r in table.itertuples()]
         table[f"direction_{column}"] = [d.get("ours_holds") for d in found]
         table[f"ts_direction_{column}"] = [d.get("ts_holds") for d in found]
     return table
