@@ -25,6 +25,7 @@ from attnaudit.io import sha256_file
 from attnaudit.importance.options import check_options
 from attnaudit.modelsheet import MODEL_WILDCARD, final_epoch_sources, sheet
 from attnaudit.tokenise.tokenisation import check_user_dataset
+from attnaudit.wiegreffe_pinter.options import resolve as resolve_wp_options
 
 SCHEMA_FILE = Path(workflow.basedir) / "schemas" / "config.schema.yaml"
 
@@ -507,17 +508,47 @@ WP = config["wiegreffe_pinter"]
 WP_DATASETS = dataset_subset("wiegreffe_pinter.datasets", WP["datasets"])
 
 
-def wp_options():
-    return {"uniform": WP["uniform"], "seeds": WP["seeds"]}
+def check_wp_options():
+    """What the schema cannot say of the W&P options (Fig. 3's bin edges from 0 to 1), before any job."""
+    try:
+        resolve_wp_options({"uniform": WP["uniform"], "seeds": WP["seeds"]})
+    except AttnauditError as err:
+        raise AttnauditError(f"config {err}") from None
+
+
+check_wp_options()
+
+
+def wp_options(section, key):
+    """The one W&P option a job reads: a table-only threshold reruns the table, not the audit before it."""
+    return {section: {key: WP[section][key]}}
+
+
+#: the attention each W&P role's models need (the uniform baseline is frozen uniform, the guided MLPs read a teacher)
+WP_ROLE_ATTENTION = {
+    "base": ("additive", "dot"),
+    "uniform": ("uniform",),
+    "diagnostic.uniform": ("uniform",),
+    "diagnostic.trained": ("additive", "dot"),
+    "diagnostic.base_lstm": ("guided",),
+    "diagnostic.adversary": ("guided",),
+}
 
 
 def wp_variant_models(dataset, name, role):
-    """The models of variant ``name`` (the model playing ``role``); a missing variant stops the run."""
+    """The models of variant ``name`` (the model playing ``role``); a missing variant, or one whose attention
+    cannot play the role (the base model as its own uniform twin), stops the run."""
     models = [m for m in model_ids(dataset) if variant(dataset, m)["variant"] == name]
     if not models:
         raise ValueError(
             f"wiegreffe_pinter.roles.{role}: dataset {dataset!r} has no variant {name!r} in its model sheet; "
             f"add it under datasets.{dataset}.models or drop {dataset} from wiegreffe_pinter.datasets"
+        )
+    attention = variant(dataset, models[0])["attention"]
+    if attention not in WP_ROLE_ATTENTION[role]:
+        raise ValueError(
+            f"wiegreffe_pinter.roles.{role}: {name!r} has attention {attention!r} on {dataset!r}; the {role} role "
+            f"needs attention {' or '.join(WP_ROLE_ATTENTION[role])}"
         )
     return models
 

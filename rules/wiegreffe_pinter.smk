@@ -22,7 +22,7 @@ rule wp_uniform:
         "../envs/attnaudit.yaml"
     params:
         runs=lambda wc: as_json(wp_uniform_runs(wc.dataset)),
-        options=as_json(wp_options()),
+        options=as_json(wp_options("uniform", "spread_k")),
     shell:
         "python -m attnaudit wiegreffe-pinter uniform --runs {params.runs:q} --options {params.options:q}"
         " --out-csv {output.csv:q} --out-md {output.md:q} > {log:q} 2>&1"
@@ -45,7 +45,7 @@ rule wp_seed_variance:
     conda:
         "../envs/attnaudit.yaml"
     params:
-        options=as_json(wp_options()),
+        options=as_json(wp_options("seeds", "min_seeds")),
         dataset_dir=subpath(input.examples, parent=True),
         split=AUDITS["split"],
     shell:
@@ -78,7 +78,7 @@ rule wp_seed_figures:
     conda:
         "../envs/attnaudit.yaml"
     params:
-        options=as_json(wp_options()),
+        options=as_json(wp_options("seeds", "attention_bins")),
     shell:
         "python -m attnaudit wiegreffe-pinter seed-figures --seed-variance {input:q} --out-violin {output.violin:q}"
         " --out-scatter {output.scatter:q} --title {wildcards.dataset} --options {params.options:q} > {log:q} 2>&1"

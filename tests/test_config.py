@@ -130,6 +130,22 @@ def test_grid_blocks_are_united(tmp_path):
             },
             "needs 2 more seeds of lstm-additive-base",
         ),
+        # W&P: Fig. 3's bins cover every max attention; the uniform twin is a uniform-attention model
+        (
+            {**BASE, "wiegreffe_pinter": {"seeds": {"attention_bins": [0, 0.1, 0.2, 0.3]}}},
+            "config wiegreffe_pinter.seeds.attention_bins: [0, 0.1, 0.2, 0.3] must be increasing edges from 0 to 1",
+        ),
+        (
+            {
+                "datasets": {"planted": {"corpus": "planted", "grid": {"encoders": ["average"], "seeds": [0, 1, 2]}}},
+                "wiegreffe_pinter": {
+                    "datasets": ["planted"],
+                    "roles": {"base": "average-additive-base", "uniform": "average-additive-base"},
+                },
+            },
+            "wiegreffe_pinter.roles.uniform: 'average-additive-base' has attention 'additive' on 'planted'; the "
+            "uniform role needs attention uniform",
+        ),
         # a stage's selection that selects nothing would leave its tables empty and the run "successful"
         (
             {**BASE, "tutek_snajder": {"datasets": ["planted"], "models": ["lstm200-*"]}},
@@ -208,6 +224,30 @@ def test_a_stage_can_be_switched_off_and_overrides_reach_every_rule(tmp_path):
         assert '"epsilon": 0.05' in command and '"epsilon": 0.01' not in command, command
     assert all('"high_jsd"' not in c and '"small_change"' not in c for c in by_stage["audit"]), by_stage["audit"]
     assert '"high_jsd": 0.3' in by_stage["tables"][0]
+
+
+def test_each_wp_job_gets_only_the_option_it_reads(tmp_path):
+    """W&P's thresholds of a table or figure are not options of the seed-variance audit: changing spread_k or the
+    bins reruns that table or figure only."""
+    cfg = yaml.safe_load((REPO / "tests" / "config.yaml").read_text())
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "-n", "-p"]
+        + ["--directory", str(tmp_path), "--configfile", str(path), "--replace-workflow-config"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    commands = [line for line in proc.stdout.splitlines() if "python -m attnaudit wiegreffe-pinter" in line]
+    options = {
+        stage: next(c for c in commands if f"wiegreffe-pinter {stage} " in c).split("--options ")[1].split(" --")[0]
+        for stage in ("uniform", "seed-variance", "seed-figures")
+    }
+    assert "spread_k" in options["uniform"] and "min_seeds" in options["seed-variance"], options
+    assert "attention_bins" in options["seed-figures"], options
+    assert not any(key in options["seed-variance"] for key in ("spread_k", "attention_bins")), options
 
 
 def test_unknown_corpus_lists_valid_names(tmp_path):

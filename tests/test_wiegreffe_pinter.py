@@ -347,6 +347,8 @@ def test_options_reject_unknown_keys_and_bad_bins():
         resolve({"seeds": {"bins": [0, 1]}})
     with pytest.raises(AttnauditError, match="increasing"):
         resolve({"seeds": {"attention_bins": [0, 0.5, 0.5, 1]}})
+    with pytest.raises(AttnauditError, match="from 0 to 1 .every max attention needs a bin"):
+        resolve({"seeds": {"attention_bins": [0, 0.1, 0.2, 0.3]}})  # 0.6 would be drawn in [0.2, 0.3]
 
 
 def test_cli_end_to_end(dataset, models, tmp_path, caplog):

@@ -31,7 +31,8 @@ JSD_LABEL = "JSD to the base model's attention (nats, max ln 2)"
 
 
 def attention_bins(values: pd.Series, edges: list[float]) -> pd.Series:
-    """Bins [a, b) of max attention, the last one closed ([0.75, 1] by default)."""
+    """Bins [a, b) of max attention, the last one closed ([0.75, 1] by default); the edges run from 0 to 1
+    (:func:`~attnaudit.wiegreffe_pinter.options.resolve`), so every value has its own bin."""
     labels = [
         f"[{a:.2f}, {b:.2f}{']' if i == len(edges) - 2 else ')'}" for i, (a, b) in enumerate(zip(edges[:-1], edges[1:]))
     ]
