@@ -159,6 +159,34 @@ def check_corpus_options():
 check_corpus_options()
 
 
+def is_qa(dataset):
+    """A QA/NLI dataset (J&W §3): query-conditioned attention and a non-linear decoder (attnaudit.models.qa)."""
+    return corpus_spec(corpus_of(dataset)).query
+
+
+def check_qa_sheets():
+    """A QA/NLI model is trained with the classification loss alone (regulariser base, objective classify): the
+    train job would stop on anything else, after the corpus, tokenising and embeddings have run."""
+    for dataset in filter(is_qa, DATASETS):
+        for model, fields in SHEETS[dataset].items():
+            if fields["regulariser"] != "base" or fields["objective"] != "classify":
+                raise ValueError(
+                    f"config datasets.{dataset}: model {model} has regulariser {fields['regulariser']!r} and "
+                    f"objective {fields['objective']!r}; {dataset} is a QA/NLI dataset, whose models support "
+                    "regulariser base and objective classify only"
+                )
+
+
+def reject_qa(key, datasets, reason):
+    """A stage that does not apply to QA/NLI datasets names them before any job (they would fail after training)."""
+    qa = [d for d in datasets if is_qa(d)]
+    if qa:
+        raise ValueError(f"config {key}: {qa} are QA/NLI datasets; {reason}. Leave them out of {key}")
+
+
+check_qa_sheets()
+
+
 def tokenise_options(dataset):
     """The corpus registry's J&W defaults, overridden by datasets.<name>.tokenise."""
     defaults = corpus_spec(corpus_of(dataset)).defaults
@@ -506,6 +534,7 @@ def saliency_targets():
 # -- Wiegreffe & Pinter ------------------------------------------------------------------------------------------
 WP = config["wiegreffe_pinter"]
 WP_DATASETS = dataset_subset("wiegreffe_pinter.datasets", WP["datasets"])
+reject_qa("wiegreffe_pinter.datasets", WP_DATASETS, "W&P's adversaries imitate a classifier (objective imitate)")
 
 
 def check_wp_options():
@@ -636,6 +665,11 @@ def wiegreffe_pinter_targets():
 # -- Tutek & Šnajder ---------------------------------------------------------------------------------------------
 TS = config["tutek_snajder"]
 TS_DATASETS = dataset_subset("tutek_snajder.datasets", TS["datasets"])
+reject_qa(
+    "tutek_snajder.datasets",
+    TS_DATASETS,
+    "T&Š's regularisers and per-token probabilities (Eq. 9) need the classifier's linear decoder",
+)
 
 
 def ts_models(dataset):

@@ -146,6 +146,22 @@ def test_grid_blocks_are_united(tmp_path):
             "wiegreffe_pinter.roles.uniform: 'average-additive-base' has attention 'additive' on 'planted'; the "
             "uniform role needs attention uniform",
         ),
+        # QA/NLI datasets: the stages and training objectives that need the classifier's linear decoder
+        (
+            {"datasets": {"babi": {"corpus": "babi1"}}, "tutek_snajder": {"datasets": ["babi"]}},
+            "config tutek_snajder.datasets: ['babi'] are QA/NLI datasets; T&Š's regularisers",
+        ),
+        (
+            {
+                "datasets": {
+                    "babi": {
+                        "corpus": "babi1",
+                        "models": {"x": {"regulariser": "tying", "delta": 5, "lstm_hidden": 150}},
+                    }
+                }
+            },
+            "config datasets.babi: model x-s0 has regulariser 'tying' and objective 'classify'; babi is a QA/NLI",
+        ),
         # a stage's selection that selects nothing would leave its tables empty and the run "successful"
         (
             {**BASE, "tutek_snajder": {"datasets": ["planted"], "models": ["lstm200-*"]}},

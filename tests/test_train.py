@@ -56,6 +56,20 @@ def test_nan_loss_names_epoch_and_batch(planted_dataset, tmp_path):
     assert not (tmp_path / "out" / "model.pt").exists()
 
 
+def test_an_undefined_selection_score_stops_after_the_first_epoch(planted_dataset, tmp_path):
+    """A dev split without every class has no ROC-AUC: no epoch could be selected on it, so training says so after
+    its first epoch (it used to end every epoch and then fail to load a model it never kept)."""
+    import shutil
+
+    dataset = tmp_path / "dataset"
+    shutil.copytree(planted_dataset / "dataset", dataset)
+    examples = pd.read_parquet(dataset / "examples.parquet")
+    examples[(examples["split"] != "dev") | (examples["label"] == 0)].to_parquet(dataset / "examples.parquet")
+    spec = {"encoder": "average", "epochs": 5, "selection_metric": "roc_auc"}
+    with pytest.raises(AttnauditError, match=r"dev roc_auc is undefined \(NaN\) after epoch 0; the dev split has 1 of"):
+        train_model(str(dataset), str(planted_dataset / "embeddings" / "matrix.npy"), spec, progress=False)
+
+
 def test_metrics_match_sklearn_definitions():
     labels = np.array([0, 0, 1, 1, 1])
     probs = np.array([[0.9, 0.1], [0.4, 0.6], [0.2, 0.8], [0.3, 0.7], [0.6, 0.4]])

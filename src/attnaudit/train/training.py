@@ -117,6 +117,17 @@ def classification_metrics(labels: np.ndarray, probs: np.ndarray) -> dict:
     }
 
 
+def undefined_selection_score(metric: str, epoch: int, labels: np.ndarray, num_classes: int) -> AttnauditError:
+    """The dev score that selects the epoch is NaN (ROC-AUC of a dev split without every class): no epoch could
+    ever be selected, so training stops after its first epoch instead of failing after the last."""
+    present = len(np.unique(labels))
+    return AttnauditError(
+        f"train.selection_metric: dev {metric} is undefined (NaN) after epoch {epoch}; the dev split has "
+        f"{present} of the {num_classes} classes, and one-vs-rest ROC-AUC needs every class. Select on "
+        "macro_f1 or accuracy (J&W's QA models select on accuracy)"
+    )
+
+
 @torch.no_grad()
 def predict(
     model: AttentionClassifier, data: Encoded, batch_size: int, device, max_tokens: int | None = None
@@ -285,6 +296,8 @@ def train_model(
         history.append(record)
         log.info("epoch %d: %s", epoch, ", ".join(f"{k} {v:.4f}" for k, v in record.items() if k != "epoch"))
         score = -record["dev_loss"] if on_loss else dev[spec["selection_metric"]]
+        if np.isnan(score) and spec["selection"] == "best":
+            raise undefined_selection_score(spec["selection_metric"], epoch, splits["dev"].labels, dev_probs.shape[1])
         if spec["selection"] == "last" or score > best_score:
             best_score, best_epoch = score, epoch
             best_state = copy.deepcopy(model.state_dict())
