@@ -23,7 +23,7 @@ from attnaudit.embeddings.vectors import check_pretrained
 from attnaudit.explorer.plan import expand_plan
 from attnaudit.io import sha256_file
 from attnaudit.importance.options import check_options
-from attnaudit.modelsheet import MODEL_WILDCARD, final_epoch_sources, sheet
+from attnaudit.modelsheet import MODEL_WILDCARD, fields_read, final_epoch_sources, sheet
 from attnaudit.tokenise.tokenisation import check_user_dataset
 from attnaudit.wiegreffe_pinter.options import resolve as resolve_wp_options
 
@@ -276,7 +276,7 @@ def train_spec(dataset, model):
     fields = variant(dataset, model)
     encoder = fields["encoder"]
     defaults = corpus_spec(corpus_of(dataset)).defaults
-    return {
+    spec = {
         "class_weighting": defaults.get("class_weighting", False),
         **config.get("train", {}),
         **config.get("train_per_encoder", {}).get(encoder, {}),
@@ -284,6 +284,7 @@ def train_spec(dataset, model):
         **DATASETS[dataset].get("train_per_encoder", {}).get(encoder, {}),
         **fields,
     }
+    return fields_read(spec, qa=is_qa(dataset))  # a field the model does not read is not its job's parameter
 
 
 def model_dir(dataset, model):

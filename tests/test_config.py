@@ -266,6 +266,31 @@ def test_each_wp_job_gets_only_the_option_it_reads(tmp_path):
     assert not any(key in options["seed-variance"] for key in ("spread_k", "attention_bins")), options
 
 
+def test_a_training_field_is_a_parameter_of_the_models_that_read_it(tmp_path):
+    """``train.average_hidden`` is read by the average encoder alone: it is not in the BiLSTM's train job, so
+    setting it retrains the average models only (it used to retrain every model)."""
+    cfg = {
+        "datasets": {"planted": {"corpus": "planted", "grid": {"encoders": ["lstm", "average"]}}},
+        "train": {"average_hidden": 64, "decoder_hidden": 16},
+    }
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "-n", "-p"]
+        + ["--directory", str(tmp_path), "--configfile", str(path), "--replace-workflow-config"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    train = [line for line in proc.stdout.splitlines() if "python -m attnaudit train " in line]
+    average = [c for c in train if "--out-dir results/models/planted/average-" in c]
+    lstm = [c for c in train if "--out-dir results/models/planted/lstm-" in c]
+    assert average and lstm, train
+    assert all('"average_hidden": 64' in c for c in average) and not any("average_hidden" in c for c in lstm)
+    assert not any("decoder_hidden" in c for c in train)  # the QA decoder's width: no classifier reads it
+
+
 def test_unknown_corpus_lists_valid_names(tmp_path):
     proc = dry_run(tmp_path, {"datasets": {"mine": {"corpus": "sst2"}}})
     assert proc.returncode != 0

@@ -32,8 +32,24 @@ GRID_DEFAULTS = {"encoders": ["lstm", "cnn", "average"], "attentions": ["additiv
 VARIANT_DEFAULTS = {"encoder": "lstm", "attention": "additive", "regulariser": "base", "objective": "classify"}
 #: fields that choose an epoch of a training run or name its model, not how it trains (if no ``patience`` stops it)
 SELECTION_FIELDS = ("variant", "selection", "selection_metric", "patience")
+#: training fields that only one encoder reads; a QA/NLI model also reads decoder_hidden (lstm_hidden if unset)
+ENCODER_FIELDS = {
+    "lstm": ("lstm_hidden", "lstm_layers"),
+    "cnn": ("cnn_kernels", "cnn_filters"),
+    "average": ("average_hidden",),
+    "mlp": ("mlp_hidden",),
+}
+QA_FIELDS = ("decoder_hidden", "lstm_hidden")
 #: regularisers that compare or add h_t and e_t, so 2·lstm_hidden (the encoder output) must equal the embedding
 SAME_SIZE = ("residual", "tying", "mlm")
+
+
+def fields_read(spec: dict, qa: bool = False) -> dict:
+    """``spec`` without the training fields its model does not read (another encoder's sizes, the QA decoder's
+    width in a classifier), so setting ``train.average_hidden`` reruns the average models only."""
+    specific = {field for fields in ENCODER_FIELDS.values() for field in fields} | set(QA_FIELDS)
+    read = {*ENCODER_FIELDS.get(spec["encoder"], ()), *(QA_FIELDS if qa else ())}
+    return {key: value for key, value in spec.items() if key not in specific - read}
 
 
 def format_model_id(variant: str, seed: int) -> str:
