@@ -461,6 +461,21 @@ def test_tables_pool_seeds_within_a_variant_only(crafted_runs, tmp_path):
     assert "ours: mixed (4 of 6)" in (tmp_path / "tables" / "directions.md").read_text()  # fragility
 
 
+def test_a_dataset_without_a_positive_class_is_scored_by_macro_f1(tmp_path):
+    """Three classes have no positive-class F1: those rows use macro-F1 and say so, instead of blank cells."""
+    path = Path(_fragility_json(tmp_path / "three.json", 0.6, 0.5, [0.4]))
+    result = json.loads(path.read_text())
+    for part in ("trained", "uniform"):
+        result[part]["positive_f1"] = None
+    result["delta"]["uniform_positive_f1"] = result["delta"]["permutation_positive_f1_mean"] = None
+    path.write_text(json.dumps(result))
+    runs = [{"dataset": "ag3", "model": "lstm-additive-base-s0", "fragility": str(path)}]
+    tables = write_tables(runs, tmp_path / "out")
+    row = tables["table1_fragility"].iloc[0]
+    assert row["f1"] == "macro" and row["tr_mean"] == pytest.approx(60) and row["un_mean"] == pytest.approx(-10)
+    assert "| 60.0 (macro F1) | -10.0 | -20.0 |" in (tmp_path / "out" / "table1_fragility.md").read_text()
+
+
 def test_tables_survive_missing_inputs(tmp_path):
     runs = [{"dataset": "x", "model": "lstm-dot-base-s0", "fragility": str(tmp_path / "nope.json")}]
     tables = write_tables(json.dumps(runs), tmp_path / "out")

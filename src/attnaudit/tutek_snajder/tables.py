@@ -29,6 +29,7 @@ from attnaudit.tutek_snajder.runs import load_json, parse_runs, sort_key
 log = logging.getLogger(__name__)
 
 EXCLUDED = "excluded (dimensions differ)"
+NO_POSITIVE = "; a dataset of more than two classes has no positive class: macro-F1 in its three columns, marked"
 CLAIMS = {
     "fragility": "tying and MLM lose more F1 than base when attention is made uniform or permuted (§4.1, Table 1)",
     "mutual_information": "MI between e_t and h_t of base is below every regulariser's (§4.2, Table 2)",
@@ -53,6 +54,11 @@ def _fmt(x, digits: int = 1) -> str:
 
 def _cell(mean, std, digits: int = 1) -> str:
     return _fmt(mean, digits) if pd.isna(std) else f"{_fmt(mean, digits)} ± {_fmt(std, digits)}"
+
+
+def _tr_cell(row, f1: str) -> str:
+    """Tr. ± std, marked where the row's dataset has no positive class and macro-F1 stands in for it."""
+    return _cell(row.tr_mean, row.tr_std) + (f" ({row.f1} F1)" if row.f1 != f1 else "")
 
 
 def _sorted(frame: pd.DataFrame) -> pd.DataFrame:
@@ -80,7 +86,8 @@ def _over_seeds(frame: pd.DataFrame, columns: list[str], extra: dict | None = No
 # ---------------------------------------------------------------------------------------------- loading
 def fragility_frame(runs: list[dict], f1: str = "positive") -> pd.DataFrame:
     """One row per run with a fragility result: Tr. (F1 ×100), Un. and Pm. (Δ points) in the chosen F1, and
-    both F1s under explicit names."""
+    both F1s under explicit names. A dataset with more than two classes has no positive class: its rows use
+    macro-F1 and say so (column ``f1``)."""
     rows = []
     for run in runs:
         result = load_json(run["fragility"])
@@ -93,7 +100,8 @@ def fragility_frame(runs: list[dict], f1: str = "positive") -> pd.DataFrame:
             row[f"tr_{short}"] = 100 * _num(result["trained"][metric])
             row[f"un_{short}"] = _num(d[f"uniform_{metric}"])
             row[f"pm_{short}"] = _num(d[f"permutation_{metric}_mean"])
-        row.update(tr=row[f"tr_{f1}"], un=row[f"un_{f1}"], pm=row[f"pm_{f1}"])
+        used = "macro" if f1 == "positive" and result["trained"]["positive_f1"] is None else f1
+        row.update(tr=row[f"tr_{used}"], un=row[f"un_{used}"], pm=row[f"pm_{used}"], f1=used)
         row.update(n=result["n"], n_permutations=result["n_permutations"])
         rows.append(row)
     return pd.DataFrame(rows)
@@ -148,7 +156,7 @@ def token_probability_frame(runs: list[dict]) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------------- tables
 def table1(fragility: pd.DataFrame) -> pd.DataFrame:
     frame = fragility[fragility["layers"] == 1] if not fragility.empty else fragility
-    table = _over_seeds(frame, ["tr", "un", "pm", "tr_macro", "un_macro", "pm_macro"])
+    table = _over_seeds(frame, ["tr", "un", "pm", "tr_macro", "un_macro", "pm_macro"], {"f1": ("f1", "first")})
     for i, name in enumerate(("tr", "un", "pm")):
         table[f"ts_{name}"] = [
             _num((paper.table1(r.corpus, r.attention, r.regulariser) or (None,) * 3)[i]) for r in table.itertuples()
@@ -169,7 +177,7 @@ def table6(fragility: pd.DataFrame) -> pd.DataFrame:
     frame = (
         fragility[fragility["regulariser"].isin(["base", "tying", "mlm", "concat"])] if len(fragility) else fragility
     )
-    table = _over_seeds(frame, ["tr", "un", "pm"])
+    table = _over_seeds(frame, ["tr", "un", "pm"], {"f1": ("f1", "first")})
     reference = [_table6_reference(r.corpus, r.attention, r.layers, r.regulariser) for r in table.itertuples()]
     for i, name in enumerate(("tr", "un", "pm")):
         table[f"ts_{name}"] = [ref[i] for ref in reference]
@@ -436,7 +444,8 @@ def table1_markdown(table: pd.DataFrame, directions: pd.DataFrame, f1: str) -> s
     lines = _header(
         "Tutek & Šnajder (2020) Table 1: attention fragility, ours vs the paper",
         paper.TABLE1_PROVENANCE,
-        f"Tr.: test F1 ×100 with the trained attention ({f1} F1); Un./Pm.: ΔF1 = modified − trained in F1 points "
+        f"Tr.: test F1 ×100 with the trained attention ({f1} F1{NO_POSITIVE if f1 == 'positive' else ''}); "
+        "Un./Pm.: ΔF1 = modified − trained in F1 points "
         "when attention is uniform over the non-marker tokens / randomly permuted among them (Pm.: mean over "
         "permutations). 1-layer models; mean ± std over seeds (n). T&Š: mean of five runs.",
     )
@@ -447,7 +456,7 @@ def table1_markdown(table: pd.DataFrame, directions: pd.DataFrame, f1: str) -> s
     for r in table.itertuples():
         lines.append(
             f"| {r.dataset} | {r.attention} | {r.regulariser} | {r.variant} | {r.n_seeds} | "
-            f"{_cell(r.tr_mean, r.tr_std)} | {_cell(r.un_mean, r.un_std)} | {_cell(r.pm_mean, r.pm_std)} | "
+            f"{_tr_cell(r, f1)} | {_cell(r.un_mean, r.un_std)} | {_cell(r.pm_mean, r.pm_std)} | "
             f"{_fmt(r.ts_tr)} | {_fmt(r.ts_un)} | {_fmt(r.ts_pm)} |"
         )
     return "\n".join(lines + _directions_markdown(directions, ["fragility"])) + "\n"
@@ -505,7 +514,8 @@ def table6_markdown(table: pd.DataFrame, directions: pd.DataFrame, f1: str) -> s
     lines = _header(
         "Tutek & Šnajder (2020) Table 6 (App. B): fragility by number of LSTM layers, ours vs the paper",
         paper.TABLE6_PROVENANCE,
-        f"As Table 1 ({f1} F1), for 1–3 layer BiLSTMs; mean ± std over seeds (n).",
+        f"As Table 1 ({f1} F1{NO_POSITIVE if f1 == 'positive' else ''}), for 1–3 layer BiLSTMs; mean ± std over "
+        "seeds (n).",
     )
     lines += [
         "| dataset | att. | layers | regulariser | variant | n | Tr. | Un. | Pm. | T&Š Tr. | T&Š Un. | T&Š Pm. |",
@@ -514,7 +524,7 @@ def table6_markdown(table: pd.DataFrame, directions: pd.DataFrame, f1: str) -> s
     for r in table.itertuples():
         lines.append(
             f"| {r.dataset} | {r.attention} | {r.layers} | {r.regulariser} | {r.variant} | {r.n_seeds} | "
-            f"{_cell(r.tr_mean, r.tr_std)} | {_cell(r.un_mean, r.un_std)} | {_cell(r.pm_mean, r.pm_std)} | "
+            f"{_tr_cell(r, f1)} | {_cell(r.un_mean, r.un_std)} | {_cell(r.pm_mean, r.pm_std)} | "
             f"{_fmt(r.ts_tr)} | {_fmt(r.ts_un)} | {_fmt(r.ts_pm)} |"
         )
     return "\n".join(lines + _directions_markdown(directions, ["layers_base", "layers_fragility"])) + "\n"
