@@ -750,10 +750,18 @@ def summary_path(stage, dataset, model):
     return f"results/summaries/{stage}/{dataset}/{model}.json"
 
 
-def card_options():
-    """The cards block for every summary job: the bootstrap seed defaults to the global seed; the audited split."""
+def card_options(dataset):
+    """The cards block for one dataset's summary jobs: the bootstrap seed defaults to the global seed; a check's
+    threshold left null is the one the paper's own table uses on this dataset, so card and table apply one rule."""
+    jw = jw_dataset_options(dataset)
+    inherited = {
+        "delta_median": jw["permutation"]["small_change"],
+        "eps_max_jsd": jw["adversarial"]["high_jsd"],
+        "seed_spread": WP["uniform"]["spread_k"],
+    }
+    options = {k: (inherited[k] if v is None and k in inherited else v) for k, v in CARDS.items() if k != "seed"}
     seed = CARDS["seed"] if CARDS["seed"] is not None else config["seed"]
-    return {**{k: v for k, v in CARDS.items() if k != "seed"}, "seed": seed, "split": AUDITS["split"]}
+    return {**options, "seed": seed, "split": AUDITS["split"]}
 
 
 def card_summaries(dataset, model):

@@ -266,6 +266,32 @@ def test_each_wp_job_gets_only_the_option_it_reads(tmp_path):
     assert not any(key in options["seed-variance"] for key in ("spread_k", "attention_bins")), options
 
 
+def test_cards_apply_the_thresholds_of_the_papers_tables(tmp_path):
+    """A card's check left at null uses the threshold its paper's table uses on that dataset (a dataset's J&W
+    override included), so card and table cannot reach opposite verdicts by a second setting; one set wins."""
+    cfg = yaml.safe_load((REPO / "tests" / "config.yaml").read_text())
+    cfg["datasets"]["planted"]["jain_wallace"] = {"permutation": {"small_change": 0.1}}
+    cfg["wiegreffe_pinter"]["uniform"] = {"spread_k": 3.0}
+    cfg["cards"]["eps_max_jsd"] = 0.4
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "-n", "-p"]
+        + ["--directory", str(tmp_path), "--configfile", str(path), "--replace-workflow-config"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summaries = [line for line in proc.stdout.splitlines() if "python -m attnaudit cards summary " in line]
+    planted = [c for c in summaries if "--dataset planted " in c]
+    sst = [c for c in summaries if "--dataset sst_small " in c]
+    assert planted and sst, summaries
+    assert all('"delta_median": 0.1' in c and '"seed_spread": 3.0' in c for c in planted), planted
+    assert all('"delta_median": 0.05' in c for c in sst), sst  # the override is planted's alone
+    assert all('"eps_max_jsd": 0.4' in c for c in summaries)  # set in cards: the card's own
+
+
 def test_a_training_field_is_a_parameter_of_the_models_that_read_it(tmp_path):
     """``train.average_hidden`` is read by the average encoder alone: it is not in the BiLSTM's train job, so
     setting it retrains the average models only (it used to retrain every model)."""
