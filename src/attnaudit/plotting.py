@@ -26,6 +26,12 @@ def save_figure(fig, path: str | Path) -> None:
     plt.close(fig)
 
 
+def plain_text(text) -> str:
+    """``text`` as matplotlib draws it literally: every ``$`` escaped, so that no corpus token or label is
+    parsed as mathtext (``x$\\foo$y`` stopped the figure, ``a$b$c`` was drawn as maths)."""
+    return str(text).replace("$", r"\$")
+
+
 def class_colour(label) -> str:
     return CLASS_COLOURS[int(label) % len(CLASS_COLOURS)]
 
@@ -36,6 +42,8 @@ def attention_violins(
     """Densities of ``x`` per bin ``y`` (in ``order``), split by the string column ``class`` (its values
     ``classes``, coloured by their class ``indices``; default: the names are the indices)."""
     indices = classes if indices is None else indices
+    data = data.assign(**{"class": data["class"].map(plain_text)})  # class names go into the legend
+    classes = [plain_text(c) for c in classes]
     sns.violinplot(
         data=data,
         x=x,

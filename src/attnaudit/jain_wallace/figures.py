@@ -23,7 +23,7 @@ import pandas as pd  # noqa: E402
 from attnaudit.io import read_parquet  # noqa: E402
 from attnaudit.jain_wallace.labels import class_name, label_names  # noqa: E402
 from attnaudit.metrics import LN2  # noqa: E402
-from attnaudit.plotting import attention_violins, class_colour, save_figure  # noqa: E402
+from attnaudit.plotting import attention_violins, class_colour, plain_text, save_figure  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ def _histograms(
     for ax, (model, frame) in zip(axes, frames.items()):
         for c, group in frame.groupby("predicted_class"):
             values = group[column].dropna()
-            label = f"predicted {class_name(names, c)} (n={len(values)})"
+            label = f"predicted {plain_text(class_name(names, c))} (n={len(values)})"
             ax.hist(values, bins=bins, alpha=0.6, color=class_colour(c), label=label)
         ax.set_title(model, fontsize=9)
         ax.set_xlabel(xlabel)

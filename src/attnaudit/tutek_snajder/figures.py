@@ -17,7 +17,7 @@ import pandas as pd  # noqa: E402
 
 from attnaudit.io import read_json, read_parquet  # noqa: E402
 from attnaudit.metrics import LN2  # noqa: E402
-from attnaudit.plotting import save_figure  # noqa: E402
+from attnaudit.plotting import plain_text, save_figure  # noqa: E402
 from attnaudit.tutek_snajder.runs import parse_runs, sort_key  # noqa: E402
 from attnaudit.tutek_snajder.tables import fragility_frame, table1  # noqa: E402
 
@@ -157,13 +157,15 @@ def token_probability_figure(
             ax.axhline(float(row["prediction_prob"]), color=colour, linestyle=":", linewidth=1.2)
         words = tokens.get(instance)
         if words is not None and len(words) == length:
-            ax.set_xticks(np.arange(length), words, rotation=60, ha="right", fontsize=7)
+            ax.set_xticks(np.arange(length), [plain_text(w) for w in words], rotation=60, ha="right", fontsize=7)
         else:
             ax.set_xlabel("token position (words unavailable: no dataset_dir in the run records)")
         ax.set_ylim(0, 1.02)
         ax.set_ylabel("p(ŷ | all attention on t)", fontsize=8)
         label, predicted = row["label"], row["predicted"]
-        ax.set_title(f"{dataset} test instance {instance}: label {label}, predicted {predicted}", fontsize=9)
+        ax.set_title(
+            plain_text(f"{dataset} test instance {instance}: label {label}, predicted {predicted}"), fontsize=9
+        )
         ax.legend(fontsize=7, loc="lower right")
     fig.suptitle(
         f"Per-token prediction probability (T&Š §5, Eq. 9, Fig. 2); dotted: the model's prediction probability; "
