@@ -22,6 +22,7 @@ from attnaudit.metrics import kendall_tau, kendall_tau_b
 from attnaudit.models import input_gradients
 from attnaudit.saliency import agreement, faithfulness, planted, report
 from attnaudit.saliency.ranking import k_tokens, rank_positions, ranking_key
+from attnaudit.tables import combine
 
 
 def _predicted_output(model, batch, embedded, output="prob"):
@@ -399,3 +400,21 @@ def test_stage_tables_planted_and_figures(stage_outputs, planted_dataset):
     )
     assert (root / "fig" / "agreement.png").stat().st_size > 1000
     assert (root / "fig" / "faithfulness.png").stat().st_size > 1000
+
+
+def test_stage_tables_without_integrated_gradients_combine_as_empty(stage_outputs, tmp_path):
+    """saliency.methods without integrated_gradients: ig_convergence.csv is a header row that the combine step
+    reads as an empty table (it was a 1-byte file named unreadable)."""
+    root, outputs, _ = stage_outputs
+    run = root / "audits-2" / "planted" / "average-additive-base-s0"
+    importance = [p for p in outputs[2]["importance"] if p.stem != "integrated_gradients"]
+    runs = [{"dataset": "planted", "model": "m", "agreement": run / "saliency_agreement.parquet"}]
+    runs[0] |= {"faithfulness": run / "saliency_faithfulness.parquet", "importance": importance}
+    report.run_tables(runs, str(tmp_path / "planted"))
+    ig = pd.read_csv(tmp_path / "planted" / "ig_convergence.csv")
+    assert ig.empty and list(ig.columns) == report.COLUMNS["ig_convergence"]
+    names = [f"{name}.csv" for name in report.COLUMNS]
+    combine(tmp_path, {name: ["planted"] for name in names})
+    for name in names:  # the header row of every table is that of a table with rows
+        assert list(pd.read_csv(tmp_path / name).columns) == report.COLUMNS[name[:-4]]
+    assert pd.read_csv(tmp_path / "ig_convergence.csv").empty and len(pd.read_csv(tmp_path / "cost.csv")) == 6

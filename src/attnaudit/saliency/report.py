@@ -26,6 +26,15 @@ from attnaudit.io import atomic_path, read_parquet
 
 log = logging.getLogger(__name__)
 CATEGORY = "Bastings & Filippova 2020"
+# the columns of each table (a table without rows is still written with them, so that it reads as empty)
+_RUN = ["dataset", "model"]
+COLUMNS = {
+    "agreement": [*_RUN, "ranking", "method_a", "method_b", "tau_mean", "topk_overlap", "tau_sd", "k", "n_instances"],
+    "faithfulness": [*_RUN, "variant", "ranking", "method", "signed", "k"]
+    + ["comprehensiveness", "sufficiency", "n_instances"],
+    "cost": [*_RUN, "method", "seconds_per_1000", "n_instances", "device", "threads"],
+    "ig_convergence": [*_RUN, "n_instances", "delta_abs_mean", "delta_abs_max", "n_flagged"],
+}
 
 
 def _write_csv(path, frame: pd.DataFrame) -> None:
@@ -109,8 +118,9 @@ def ig_table(scores: pd.DataFrame) -> pd.DataFrame:
 
 
 def run_tables(runs: list[dict], out_dir: str) -> dict[str, pd.DataFrame]:
-    """``runs``: [{dataset, model, agreement, faithfulness, importance: [paths]}] (gathered parquets)."""
-    tables = {"agreement": [], "faithfulness": [], "cost": [], "ig_convergence": []}
+    """``runs``: [{dataset, model, agreement, faithfulness, importance: [paths]}] (gathered parquets). A table
+    without rows (``ig_convergence`` when integrated gradients did not run) is written as its header row."""
+    tables = {name: [] for name in COLUMNS}
     for run in runs:
         dataset, model = run["dataset"], run["model"]
         scores = pd.concat(
@@ -129,7 +139,7 @@ def run_tables(runs: list[dict], out_dir: str) -> dict[str, pd.DataFrame]:
                 tables[name].append(table)
     out = {}
     for name, frames in tables.items():
-        frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+        frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS[name])
         _write_csv(Path(out_dir) / f"{name}.csv", frame)
         out[name] = frame
     aopc = out["faithfulness"]
