@@ -629,3 +629,34 @@ def test_a_mirror_that_is_not_a_directory_is_named(tmp_path, monkeypatch):
     monkeypatch.setenv("ATTNAUDIT_MIRROR", str(tmp_path / "nowhere"))
     with pytest.raises(AttnauditError, match=r"\$ATTNAUDIT_MIRROR: .*/nowhere is not a directory"):
         build_corpus("sst", raw_dir=tmp_path / "raw")
+
+
+@pytest.mark.parametrize(
+    "content, column",
+    [
+        ('{"text": "a", "label": "pos"}\n{"text": "smile \\ud83d", "label": "neg"}\n', "text"),
+        ('{"text": "a", "label": "pos"}\n{"text": "b", "label": "neg\\udc00"}\n', "label"),
+        ('{"text": "a", "label": "pos", "id": "x"}\n{"text": "b", "label": "neg", "id": "\\ud83dy"}\n', "id"),
+    ],
+)
+def test_user_jsonl_lone_surrogate_names_line_and_column(tmp_path, content, column):
+    """A lone UTF-16 surrogate (a truncated emoji) is valid JSON but no UTF-8 text: the file, line and column
+    are named (it was a pyarrow UnicodeEncodeError naming none of them)."""
+    cfg = _user(tmp_path, "s.jsonl", content, id_column="id" if column == "id" else None)
+    with pytest.raises(AttnauditError) as err:
+        build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)
+    assert f"s.jsonl:2: column {column!r} is not valid Unicode: a lone UTF-16 surrogate" in str(err.value)
+
+
+def test_user_csv_surrogates_name_the_line(tmp_path):
+    """CSV: UTF-8 cannot hold a surrogate (a decoding error with the line); an encoding that decodes one (UTF-7)
+    is named like JSONL."""
+    (tmp_path / "u8.csv").write_bytes(b"text,label\na,pos\nsmile \xed\xa0\xbd,neg\n")
+    cfg = {"mine": {"path": str(tmp_path / "u8.csv"), "text_column": "text", "label_column": "label"}}
+    with pytest.raises(AttnauditError, match=r"u8.csv:3: cannot decode as utf-8"):
+        build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)
+    (tmp_path / "u7.csv").write_bytes(b"text,label\na,pos\nsmile +2D0-,neg\n")
+    cfg = {"mine": {"path": str(tmp_path / "u7.csv"), "text_column": "text", "label_column": "label"}}
+    cfg["mine"]["encoding"] = "utf-7"
+    with pytest.raises(AttnauditError, match=r"u7.csv:3: column 'text' is not valid Unicode: a lone UTF-16 surr"):
+        build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)

@@ -430,6 +430,19 @@ def _user_records(path: Path, fmt: str, encoding: str) -> Iterator[tuple[int, di
 _NUMBER = re.compile(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*")
 
 
+def valid_unicode(value: str, at: str, column: str) -> str:
+    """``value``, or an error naming the line and column if it holds a lone UTF-16 surrogate (JSON's
+    ``"\\ud83d"`` without its pair: a truncated emoji), which no UTF-8 file or parquet column can store."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise AttnauditError(
+            f"{at}: column {column!r} is not valid Unicode: a lone UTF-16 surrogate U+{ord(value[err.start]):04X} at "
+            f"character {err.start + 1} (a truncated emoji, or half of a \\u escape pair?); fix or remove it"
+        ) from None
+    return value
+
+
 def checked_label(label: Any, at: str, column: str, label_names: list | None) -> Any:
     """A raw label as read (a stripped string, or a JSON number), or an error naming the line: missing values
     (empty, null, NaN), JSON objects and arrays, and — unless ``label_names`` lists the classes — fractional
@@ -536,9 +549,12 @@ def read_user(name: str, config: dict) -> tuple[pd.DataFrame, dict]:
                     f"{at}: column {key!r} (corpora.user.{name}.{option}) is missing (columns: {sorted(record)})"
                 )
         label = checked_label(record[label_col], at, label_col, config.get("label_names"))
+        if isinstance(label, str):
+            valid_unicode(label, at, label_col)
         text = record[text_col]
         if text is not None and not isinstance(text, str):
             raise AttnauditError(f"{at}: column {text_col!r} must be text, found {type(text).__name__}")
+        valid_unicode(text or "", at, text_col)
         split = "all"
         if split_col is not None:
             split = str(record[split_col]).strip()
@@ -550,7 +566,7 @@ def read_user(name: str, config: dict) -> tuple[pd.DataFrame, dict]:
         texts.append(text or "")
         values.append(label.strip() if isinstance(label, str) else label)
         splits.append(split)
-        ids.append(str(record[id_col]) if id_col is not None else f"{name}-{n:06d}")
+        ids.append(valid_unicode(str(record[id_col]), at, id_col) if id_col is not None else f"{name}-{n:06d}")
         where.append(at)
     if not texts:
         raise AttnauditError(f"{path}: no documents")
