@@ -181,3 +181,33 @@ def test_explorer_escapes_text(page, tmp_path):
     page.wait_for_selector("tr.model-row")
     assert "no audit card" in page.text_content("#index")  # no card: the index says what is missing
     assert not [e for e in page.errors if not e.startswith("network: file")], page.errors
+
+
+def test_tokens_with_bidi_controls_stay_in_order(page, tmp_path):
+    """A token holding U+202E (right-to-left override) reverses only itself: the tokens after it keep their
+    left-to-right order, in the explorer and in the J&W heatmap page (every token is bidi-isolated)."""
+    from attnaudit.explorer.build import build_site
+    from attnaudit.jain_wallace.heatmaps import render
+
+    def in_reading_order(selector):
+        boxes = page.locator(selector).evaluate_all(
+            "els => els.map(e => { const r = e.getBoundingClientRect(); return [Math.round(r.top), r.left]; })"
+        )
+        return len(boxes) == 8 and boxes == sorted(boxes)
+
+    tokens = ["<s>", "rtl\u202eoverride", "after", "the", "override", "comes", "this", "</s>"]
+    entry = make_results(tmp_path, n_instances=12, n_tokens=8, special=tokens[1])
+    build_site([entry], tmp_path / "explorer", options={"page_size": 5})
+    page.goto((tmp_path / "explorer" / "index.html").as_uri() + "#/instance/synth/m-s0/0")
+    page.wait_for_selector("#tokens .tok")
+    assert page.locator("#tokens .tok").nth(1).text_content() == tokens[1]
+    assert in_reading_order("#tokens .tok")
+
+    weights = np.linspace(0.05, 0.2, 8)
+    chosen = pd.DataFrame(
+        {"id": ["i0"], "label": [0], "predicted_class": [0], "eps_max_jsd": [0.3], "max_attention": [0.2]}
+        | {"n_valid": [2], "attention": [weights], "adversarial_attention": [weights[::-1]], "best_tvd": [0.01]}
+    )
+    page.set_content(render("synth", "m-s0", chosen, {"i0": tokens}, 0.01, ["neg", "pos"]))
+    assert in_reading_order(".orig .tok") and in_reading_order(".adv .tok")
+    assert not page.errors, page.errors
