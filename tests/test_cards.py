@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+from html import escape
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -12,6 +14,7 @@ import pytest
 from synthetic_results import make_results
 
 from attnaudit.cards.card import build_card, run_card, verdict
+from attnaudit.cards.render import card_markdown
 from attnaudit.cards.summary import DEFAULTS, bootstrap_ci, run_summary
 from attnaudit.explorer.build import build_site
 
@@ -246,3 +249,25 @@ def test_explorer_plan_expands_templates():
     assert first["card"] == "cards/d/m-s0.json" and first["manifest"] == "corpora/c/manifest.json"
     assert [s["path"] for s in first["sources"]] == ["imp/d/m-s0/gradient.parquet", "adv/d/m-s0.parquet"]
     assert second["sources"] == [] and plan["templates"]["b"][0]["path"].startswith("imp/{dataset}")
+
+
+def test_card_markdown_keeps_hostile_text_literal(tmp_path):
+    """A class name or label like ``neg|[x](javascript:…)`` + newline + ``*b*`` stays literal text in the card's
+    Markdown (rendered by a CommonMark parser with GFM tables): the page has the elements (links, emphasis, code,
+    table cells, paragraphs) that a plain name gives, and the text where the plain name is."""
+    markdown_it = pytest.importorskip("markdown_it")
+    metrics = tmp_path / "metrics.json"
+    metrics.write_text(json.dumps({"test": {"accuracy": 0.8, "macro_f1": 0.79, "per_class_f1": [0.7, 0.88]}}))
+
+    def rendered(name):
+        path = _summary_file(tmp_path, "a", "Audit A", True)
+        summary = json.loads(Path(path).read_text())
+        summary["numbers"][0]["label"] = summary["checks"][0]["text"] = name
+        Path(path).write_text(json.dumps(summary))
+        card = build_card("d", "m", str(metrics), {"a": path}, label_names=[name, "pos"])
+        return markdown_it.MarkdownIt("commonmark").enable(["table", "strikethrough"]).render(card_markdown(card))
+
+    evil = "neg|[x](javascript:alert(1))\n*b* `c` _d_ ~~e~~ \\[f](g) <h> #i !j"
+    page, plain = rendered(evil), rendered("plain")
+    assert "<a " not in page and "<em>b</em>" not in page and "<code>" not in page
+    assert page.replace(escape(evil.replace("\n", " "), quote=False), "plain") == plain  # text where "plain" is

@@ -1,13 +1,16 @@
 """attnaudit.tables: combined tables from per-dataset tables (concatenated CSVs, one markdown section per dataset),
-and a clear error naming a missing per-dataset table."""
+a clear error naming a missing per-dataset table, and Markdown cells that stay literal text."""
 
 from __future__ import annotations
+
+import re
+from html import escape
 
 import pandas as pd
 import pytest
 
 from attnaudit import AttnauditError
-from attnaudit.tables import combine
+from attnaudit.tables import combine, markdown_cell
 
 
 def write(root, dataset, name, text):
@@ -57,3 +60,15 @@ def test_an_emptied_table_is_named_unreadable(tmp_path):
     write(tmp_path, "imdb", "t.csv", "")
     with pytest.raises(AttnauditError, match=r"imdb/t.csv is unreadable .*Delete it and rerun"):
         combine(tmp_path, {"t.csv": ["sst", "imdb"]})
+
+
+def test_markdown_cell_is_literal_text_in_a_table():
+    """Escaped cells render (CommonMark + GFM tables) as their text: no link, emphasis, code, image or HTML, one
+    cell per text, newlines as spaces; an underscore inside a word is left as it is."""
+    markdown_it = pytest.importorskip("markdown_it")
+    texts = ["a|b", "[x](javascript:alert(1))", "two\nlines\r\nthree\rfour", "*e* _u_ `c` ~~s~~ \\[y](z) #h ![i](j)"]
+    texts += ["<img src=x onerror=alert(1)> &amp; </script>", "_a_ b_ _c tau_g sst__x"]
+    doc = "| text |\n|---|\n" + "".join(f"| {markdown_cell(t)} |\n" for t in texts)
+    page = markdown_it.MarkdownIt("commonmark").enable(["table", "strikethrough"]).render(doc)
+    assert re.findall(r"<td>(.*?)</td>", page) == [escape(re.sub(r"\r\n?|\n", " ", t), quote=False) for t in texts]
+    assert markdown_cell("tau_g of sst_small") == "tau_g of sst_small"  # "_" inside a word is no emphasis

@@ -13,12 +13,24 @@ from __future__ import annotations
 import argparse
 import json
 import re
+from html import escape
 from pathlib import Path
 
 import pandas as pd
 
 from attnaudit import AttnauditError
 from attnaudit.io import unreadable, write_text
+
+# CommonMark/GFM inline syntax; "_" inside a word (tau_g, sst_small) can neither open nor close emphasis
+_MARKDOWN_SYNTAX = re.compile(r"[\\`*\[\]()#~|]|(?<![^\W_])_|_(?![^\W_])")
+
+
+def markdown_cell(text) -> str:
+    """``text`` as literal inline Markdown (a table cell, a list item): ``& < >`` as HTML entities, a backslash
+    before every character of CommonMark/GFM link, emphasis, code, heading, strikethrough or table syntax (no
+    ``[x](javascript:…)`` link or ``*emphasis*`` comes alive) and line breaks as spaces (the text stays on its row)."""
+    text = _MARKDOWN_SYNTAX.sub(lambda m: "\\" + m.group(), escape(str(text), quote=False))
+    return re.sub(r"\r\n?|\n", " ", text)
 
 
 def combined_csv(paths: dict[str, Path]) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from html import escape
 
+from attnaudit.tables import markdown_cell as md
+
 CSS = """
 body{font-family:system-ui,sans-serif;max-width:60rem;margin:1.5rem auto;padding:0 1rem;color:#222}
 table{border-collapse:collapse;margin:.5rem 0 1rem}td,th{border:1px solid #ccc;padding:.25rem .5rem;text-align:left}
@@ -78,33 +80,28 @@ def card_html(card: dict) -> str:
     return "\n".join(parts)
 
 
-def _md(text) -> str:
-    """Markdown-safe cell text: HTML special characters escaped, pipes escaped."""
-    return escape(str(text), quote=False).replace("|", "\\|")
-
-
 def card_markdown(card: dict) -> str:
     m = card["metrics"]
     lines = [
-        f"# Audit card: {_md(card['model'])} on {_md(card['dataset'])}",
+        f"# Audit card: {md(card['model'])} on {md(card['dataset'])}",
         "",
-        f"**Verdict:** {_md(card['verdict']['line'])}",
+        f"**Verdict:** {md(card['verdict']['line'])}",
         "",
-        f"*Verdict rule:* {_md(card['verdict']['rule'])}",
+        f"*Verdict rule:* {md(card['verdict']['rule'])}",
         "",
         f"Test macro-F1 {fmt(m['test_macro_f1'])}, accuracy {fmt(m['test_accuracy'])}; per class: "
-        + ", ".join(f"{_md(k)} {fmt(v)}" for k, v in m["per_class_f1"].items()),
+        + ", ".join(f"{md(k)} {fmt(v)}" for k, v in m["per_class_f1"].items()),
     ]
     for s in card["sections"]:
-        lines += ["", f"## {_md(s['title'])}", "", f"*{_md(s['citation'])}*", ""]
+        lines += ["", f"## {md(s['title'])}", "", f"*{md(s['citation'])}*", ""]
         if s["numbers"]:
             lines += ["| measure | value [95 % CI] | source |", "|---|---|---|"]
-            lines += [f"| {_md(n['label'])} | {_md(fmt_number(n))} | {_md(n['citation'])} |" for n in s["numbers"]]
+            lines += [f"| {md(n['label'])} | {md(fmt_number(n))} | {md(n['citation'])} |" for n in s["numbers"]]
             lines.append("")
-        lines += [f"- **{check_state(c)}**: {_md(c['text'])} (rule: {_md(c['rule'])})" for c in s["checks"]]
+        lines += [f"- **{check_state(c)}**: {md(c['text'])} (rule: {md(c['rule'])})" for c in s["checks"]]
     if card["missing"]:
-        lines += ["", "## Missing audits", ""] + [f"- {_md(x)}" for x in card["missing"]]
+        lines += ["", "## Missing audits", ""] + [f"- {md(x)}" for x in card["missing"]]
     if card["not_run"]:
         lines += ["", "## Audits not run for this model", ""]
-        lines += [f"- {_md(k)}: {_md(v)}" for k, v in card["not_run"].items()]
+        lines += [f"- {md(k)}: {md(v)}" for k, v in card["not_run"].items()]
     return "\n".join(lines) + "\n"
