@@ -16,6 +16,27 @@ def test_spacy_tokens_lowercase_and_digits_become_qqq():
     ]
 
 
+def test_unicode_is_nfc_and_invisible_format_characters_make_no_tokens():
+    """A composed and a decomposed "café" are one vocabulary word; a lone LRM, zero-width space or bidi override
+    is no token, and one inside a word leaves it; ZWNJ inside a (Persian) word is spelling and stays."""
+    persian = "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"
+    texts = ["caf\u00e9 cafe\u0301", "good \u200e movie \u200b", f"zero\u200bwidth \u202eover {persian} \u200d"]
+    assert tokenize_texts(texts) == [["caf\u00e9"] * 2, ["good", "movie"], ["zerowidth", "over", persian]]
+    frame = docs(
+        [
+            ("d0", "train", 0, "caf\u00e9 good"),
+            ("d1", "train", 1, "cafe\u0301 bad"),
+            ("d2", "train", 1, "\u200e \u200b\ufeff"),
+            ("d3", "dev", 0, "fine"),
+            ("d4", "dev", 1, "ok"),
+            ("d5", "test", 0, "x"),
+            ("d6", "test", 1, "y"),
+        ]
+    )
+    _, vocab, stats = tokenise_documents(frame, {}, seed=0)
+    assert [w for w in vocab if w.startswith("caf")] == ["caf\u00e9"] and stats["dropped"]["empty"] == 1
+
+
 def test_vocab_from_train_with_min_count_and_specials_first():
     vocab = build_vocab([["a", "b", "a"], ["c", "a", "b"]], min_count=2)
     assert list(vocab)[:4] == [PAD, UNK, BOS, EOS]

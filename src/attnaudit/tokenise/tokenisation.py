@@ -1,18 +1,22 @@
 """Tokenise stage: documents.parquet → examples.parquet, vocab.json, stats.json.
 
-J&W Appendix A: spaCy tokenisation, lowercase, every token containing a digit → ``qqq``, out-of-vocabulary
-words → ``<unk>``; vocabulary from the train split with a per-dataset minimum count (§3 choices in the corpus
-registry). Splits: a corpus without a test split gets a seeded stratified test split (``test_fraction``), one
-without a dev split gets one carved out of train (``dev_fraction``); ``max_tokens``/``min_tokens`` drop long or
-short documents (J&W: IMDB < 400 tokens; their code also drops sentences shorter than 5 tokens *including* the
-sentence markers), and ``test_sample`` keeps a seeded fraction of the test documents (J&W: 20 % for IMDB).
+J&W Appendix A: spaCy tokenisation (of NFC text without invisible format characters), lowercase, every token
+containing a digit → ``qqq``, out-of-vocabulary words → ``<unk>``; vocabulary from the train split with a
+per-dataset minimum count (§3 choices in the corpus registry). Splits: a corpus without a test split gets a seeded
+stratified test split (``test_fraction``), one without a dev split gets one carved out of train
+(``dev_fraction``); ``max_tokens``/``min_tokens`` drop long or short documents (J&W: IMDB < 400 tokens; their code
+also drops sentences shorter than 5 tokens *including* the sentence markers), and ``test_sample`` keeps a seeded
+fraction of the test documents (J&W: 20 % for IMDB).
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import sys
+import unicodedata
 from collections import Counter
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -46,14 +50,36 @@ def make_tokenizer():
     return spacy.blank("en").tokenizer
 
 
+JOINERS = "\u200c\u200d"  # ZWNJ, ZWJ: format characters that are spelling inside words
+_NO_JOINERS = dict.fromkeys(map(ord, JOINERS))
+
+
+@cache
+def _format_characters() -> re.Pattern:
+    """Every format character (Unicode category Cf) but the joiners."""
+    chars = (chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Cf")
+    return re.compile("[" + "".join(re.escape(c) for c in chars if c not in JOINERS) + "]")
+
+
+def clean_text(text: str) -> str:
+    """``text`` without format characters other than the joiners, in Unicode NFC (see :func:`tokenize_texts`)."""
+    return text if text.isascii() else unicodedata.normalize("NFC", _format_characters().sub("", text))
+
+
 def tokenize_texts(texts: list[str], *, lowercase: bool = True, batch_size: int = 1000) -> list[list[str]]:
-    """Tokenise with spaCy; lowercase; a token containing a digit becomes ``qqq`` (J&W App. A)."""
+    """Tokenise with spaCy; lowercase; a token containing a digit becomes ``qqq`` (J&W App. A).
+
+    Before spaCy, a text loses its format characters (Unicode category Cf: zero-width space, LRM/RLM, bidi
+    overrides, soft hyphen, BOM, ...), which are invisible and would make tokens nobody sees or split one word
+    into several vocabulary entries, and is put in NFC, so that a composed and a decomposed "café" are one word.
+    ZWNJ and ZWJ are kept, being spelling inside words (Persian and Indic scripts, emoji sequences); a token of
+    nothing else is dropped."""
     tokenizer = make_tokenizer()
     out = []
-    for doc in tokenizer.pipe(texts, batch_size=batch_size):
+    for doc in tokenizer.pipe(map(clean_text, texts), batch_size=batch_size):
         toks = []
         for tok in doc:
-            if tok.is_space:
+            if tok.is_space or not tok.text.strip(JOINERS):
                 continue
             text = tok.text.lower() if lowercase else tok.text
             toks.append("qqq" if _DIGIT.search(text) and not _ENTITY.fullmatch(text) else text)
@@ -304,7 +330,8 @@ def check_user_dataset(dataset: str, corpus: str, entry: dict, options: dict, se
             "the test rows (dev, if absent, is carved from train by dev_fraction), or leave out split_column for "
             "seeded random train/dev/test splits"
         )
-    documents = documents[documents["text"].str.strip() != ""]  # the tokeniser drops empty documents
+    blank = documents["text"].map(lambda text: not clean_text(text).translate(_NO_JOINERS).strip())
+    documents = documents[~blank]  # the tokeniser drops documents without tokens
     try:
         check_splits(assign_splits(documents, {**DEFAULTS, **options}, seed), where, True, info["label_names"])
     except AttnauditError as err:
