@@ -481,3 +481,16 @@ def test_the_adversarial_search_batches_by_its_own_token_budget(planted_dataset)
     assert n_batches("adversarial", resolve({})) < n_batches("permutation", resolve({}))
     fallback = resolve({"adversarial": {"max_batch_tokens": None}})
     assert n_batches("adversarial", fallback) == n_batches("permutation", fallback)
+
+
+def test_a_class_name_is_literal_text_in_the_markdown_tables():
+    """Class names come from the user's corpus: HTML, a pipe or a newline in one stays inside its cell."""
+    from attnaudit.jain_wallace.tables import seeds_markdown
+
+    label = "<img src=x onerror=alert(1)>|a\nb"
+    row = {"dataset": "d", "selection": "best", "variant": "v", "measure": "tau_g", "label": label}
+    row |= {"per_seed": "0.1", "seeds": "0", "tau_mean_over_seeds": 0.1, "tau_std_over_seeds": np.nan}
+    text = seeds_markdown(pd.DataFrame([row | {"jw_mean": np.nan, "ours_minus_jw": np.nan}]))
+    line = text.splitlines()[-1]
+    assert "<img" not in text and "&lt;img" in line and "\\|a b" in line
+    assert line.count(" | ") == text.splitlines()[-3].count(" | ")  # as many cells as the header

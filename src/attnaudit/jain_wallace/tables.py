@@ -16,6 +16,7 @@ from attnaudit.jain_wallace.correlation import method_pairs, pair_name
 from attnaudit.jain_wallace.labels import ALL_CLASSES, class_name, label_names
 from attnaudit.jain_wallace.options import resolve
 from attnaudit.modelsheet import parse_model_id
+from attnaudit.tables import markdown_cell
 
 log = logging.getLogger(__name__)
 
@@ -287,7 +288,8 @@ def number(x, digits: int = 2) -> str:
 
 
 def markdown(title: str, intro: str, columns: list[str], rows: list[list]) -> str:
-    """A titled markdown table: ``columns`` header, one line per row of cell texts."""
+    """A titled markdown table: ``columns`` header, one line per row of cell texts (a class name, the one cell
+    that comes from the corpus, through :func:`attnaudit.tables.markdown_cell`)."""
     lines = [f"# {title}", "", intro, "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
@@ -318,7 +320,7 @@ def table2_markdown(frame: pd.DataFrame, options: dict) -> str:
         ["dataset", "measure", "encoder", "model", "class", "ours mean ± std", "ours sig. frac.", "n"]
         + ["J&W mean ± std", "J&W sig. frac."],
         [
-            [r["dataset"], r["measure"], r["encoder"], r["model"], r["label"]]
+            [r["dataset"], r["measure"], r["encoder"], r["model"], markdown_cell(r["label"])]
             + [f"{number(r['ours_mean'])} ± {number(r['ours_std'])}", number(r["ours_significant_fraction"])]
             + [r["ours_n"], f"{number(r['jw_mean'])} ± {number(r['jw_std'])}", number(r["jw_significant_fraction"])]
             for _, r in frame.iterrows()
@@ -372,7 +374,7 @@ def seeds_markdown(frame: pd.DataFrame) -> str:
         + ["ours − J&W"],
         [
             [r["dataset"], r["selection"], r["variant"], r["measure"]]
-            + [r["label"], f"{r['per_seed']} (s {r['seeds']})"]
+            + [markdown_cell(r["label"]), f"{r['per_seed']} (s {r['seeds']})"]
             + [f"{number(r['tau_mean_over_seeds'])} ± {number(r['tau_std_over_seeds'])}", number(r["jw_mean"])]
             + [number(r["ours_minus_jw"])]
             for _, r in frame.iterrows()
