@@ -47,16 +47,15 @@ def _grid(n: int, cols: int, width: float, height: float):
 
 # ---------------------------------------------------------------------------------------------- ΔF1 bars
 def fragility_figure(runs: list[dict], out: str | Path, f1: str = "positive") -> None:
-    """Un. and Pm. ΔF1 (mean ± std over seeds) per regulariser, one panel per dataset × attention, 1-layer
-    models; T&Š's values as black outlines."""
+    """Un. and Pm. ΔF1 (mean ± std over seeds) per variant, coloured by regulariser, one panel per dataset ×
+    attention, 1-layer models; T&Š's values (their one δ or η per dataset) as black outlines."""
     table = table1(fragility_frame(runs, f1))
     panels = list(table.groupby(["dataset", "attention"], sort=False)) if len(table) else []
     fig, axes = _grid(len(panels), 2, 4.5, 3.2)
     if not panels:
         _message(axes[0], "no fragility results in the runs")
     for ax, ((dataset, attention), group) in zip(axes, panels):
-        group = group.sort_values("regulariser", key=lambda s: s.map(lambda r: sort_key(r)))
-        x = np.arange(len(group))
+        x = np.arange(len(group))  # table1's order: regulariser, then variant
         for offset, measure, hatch in ((-0.2, "un", ""), (0.2, "pm", "//")):
             ax.bar(
                 x + offset,
@@ -70,7 +69,8 @@ def fragility_figure(runs: list[dict], out: str | Path, f1: str = "positive") ->
             )
             ax.bar(x + offset, group[f"ts_{measure}"], 0.4, fill=False, edgecolor="black", linewidth=0.8)
         ax.axhline(0, color="black", linewidth=0.6)
-        ax.set_xticks(x, [f"{r}\n(n={n})" for r, n in zip(group["regulariser"], group["n_seeds"])], fontsize=8)
+        ticks = [f"{v}\n(n={n})" for v, n in zip(group["variant"], group["n_seeds"])]
+        ax.set_xticks(x, ticks, fontsize=7, rotation=30, ha="right")
         ax.set_ylabel(f"Δ {f1} F1 (points)")
         ax.set_title(f"{dataset}, {attention} attention", fontsize=9)
         ax.legend(fontsize=7, title="black outline: T&Š", title_fontsize=7)
