@@ -8,27 +8,24 @@ import yaml
 from conftest import REPO
 
 
-def dry_run(tmp_path, cfg: dict) -> subprocess.CompletedProcess:
+def dry_run(tmp_path, cfg: dict, *flags: str) -> subprocess.CompletedProcess:
+    """``snakemake -n`` of ``cfg`` alone (``-p`` among ``flags`` also prints each job's shell command)."""
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "snakemake",
-            "--snakefile",
-            str(REPO / "Snakefile"),
-            "-n",
-            "--directory",
-            str(tmp_path),
-            "--configfile",
-            str(path),
-            "--replace-workflow-config",
-        ],
+        [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "-n", *flags]
+        + ["--directory", str(tmp_path), "--configfile", str(path), "--replace-workflow-config"],
         capture_output=True,
         text=True,
         timeout=300,
     )
+
+
+def shell_commands(tmp_path, cfg: dict, command: str) -> list[str]:
+    """The shell commands of the planned jobs that run ``python -m attnaudit <command>``."""
+    proc = dry_run(tmp_path, cfg, "-p")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return [line for line in proc.stdout.splitlines() if f"python -m attnaudit {command} " in line]
 
 
 BASE = {"datasets": {"planted": {"corpus": "planted"}}}
@@ -218,15 +215,7 @@ def test_a_stage_can_be_switched_off_and_overrides_reach_every_rule(tmp_path):
         },
         "saliency": {"datasets": []},
     }
-    path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump(cfg))
-    proc = subprocess.run(
-        [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "-n", "-p"]
-        + ["--directory", str(tmp_path), "--configfile", str(path), "--replace-workflow-config"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = dry_run(tmp_path, cfg, "-p")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "rule saliency" not in proc.stdout
     shell = "Shell command: python -m attnaudit jain-wallace"
@@ -246,17 +235,7 @@ def test_each_wp_job_gets_only_the_option_it_reads(tmp_path):
     """W&P's thresholds of a table or figure are not options of the seed-variance audit: changing spread_k or the
     bins reruns that table or figure only."""
     cfg = yaml.safe_load((REPO / "tests" / "config.yaml").read_text())
-    path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump(cfg))
-    proc = subprocess.run(
-        [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "-n", "-p"]
-        + ["--directory", str(tmp_path), "--configfile", str(path), "--replace-workflow-config"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    commands = [line for line in proc.stdout.splitlines() if "python -m attnaudit wiegreffe-pinter" in line]
+    commands = shell_commands(tmp_path, cfg, "wiegreffe-pinter")
     options = {
         stage: next(c for c in commands if f"wiegreffe-pinter {stage} " in c).split("--options ")[1].split(" --")[0]
         for stage in ("uniform", "seed-variance", "seed-figures")
@@ -273,17 +252,7 @@ def test_cards_apply_the_thresholds_of_the_papers_tables(tmp_path):
     cfg["datasets"]["planted"]["jain_wallace"] = {"permutation": {"small_change": 0.1}}
     cfg["wiegreffe_pinter"]["uniform"] = {"spread_k": 3.0}
     cfg["cards"]["eps_max_jsd"] = 0.4
-    path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump(cfg))
-    proc = subprocess.run(
-        [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "-n", "-p"]
-        + ["--directory", str(tmp_path), "--configfile", str(path), "--replace-workflow-config"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    summaries = [line for line in proc.stdout.splitlines() if "python -m attnaudit cards summary " in line]
+    summaries = shell_commands(tmp_path, cfg, "cards summary")
     planted = [c for c in summaries if "--dataset planted " in c]
     sst = [c for c in summaries if "--dataset sst_small " in c]
     assert planted and sst, summaries
@@ -299,17 +268,7 @@ def test_a_training_field_is_a_parameter_of_the_models_that_read_it(tmp_path):
         "datasets": {"planted": {"corpus": "planted", "grid": {"encoders": ["lstm", "average"]}}},
         "train": {"average_hidden": 64, "decoder_hidden": 16},
     }
-    path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump(cfg))
-    proc = subprocess.run(
-        [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "-n", "-p"]
-        + ["--directory", str(tmp_path), "--configfile", str(path), "--replace-workflow-config"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    train = [line for line in proc.stdout.splitlines() if "python -m attnaudit train " in line]
+    train = shell_commands(tmp_path, cfg, "train")
     average = [c for c in train if "--out-dir results/models/planted/average-" in c]
     lstm = [c for c in train if "--out-dir results/models/planted/lstm-" in c]
     assert average and lstm, train
