@@ -302,6 +302,15 @@ def test_tree_verification(tmp_path):
     assert "b.txt" in str(err.value) and _sha(files["toy/sub/b.txt"]) in str(err.value)
     assert _sha((folder / "toy/sub/b.txt").read_bytes()) in str(err.value)
 
+    # a file the list does not name (an editor backup) would be read with the others: it stops the run
+    (folder / "toy/sub/b.txt").write_bytes(files["toy/sub/b.txt"])
+    (folder / "toy/sub/b.txt~").write_bytes(b"stray\n")
+    with pytest.raises(AttnauditError, match=r"b.txt~: in a verified corpus tree but not listed in .*SHA256SUMS"):
+        fetch.fetch_corpus(
+            _toy_spec(CorpusTree("toy", "SHA256SUMS", sums_sha, archive)), tmp_path / "mirror", tmp_path / "raw"
+        )
+    (folder / "toy/sub/b.txt~").unlink()
+
     # the list itself does not match its pinned hash
     with pytest.raises(AttnauditError, match="SHA256SUMS: sha256 mismatch"):
         fetch.fetch_corpus(
@@ -336,6 +345,14 @@ def test_download_and_extract_tree(tmp_path, monkeypatch):
     # second run reuses the verified extraction without downloading
     (tmp_path / "srv/toy.tar.gz").unlink()
     assert fetch.fetch_corpus(_toy_spec(tree), None, raw).files[0]["sha256"] == _sha(blob)
+    # ... and checks it again: an edited or an added file stops the run, naming it
+    (raw / "toy/sub/b.txt").write_bytes(b"edited\n")
+    with pytest.raises(AttnauditError, match=r"b.txt: changed since it was extracted from the verified archive"):
+        fetch.fetch_corpus(_toy_spec(tree), None, raw)
+    (raw / "toy/sub/b.txt").write_bytes(b"bravo\n")
+    (raw / "toy/sub/extra.txt").write_bytes(b"added by hand\n")
+    with pytest.raises(AttnauditError, match=r"extra.txt: in a verified corpus tree but not listed"):
+        fetch.fetch_corpus(_toy_spec(tree), None, raw)
 
 
 def test_truncated_archive_download(tmp_path, monkeypatch):

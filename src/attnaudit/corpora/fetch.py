@@ -122,10 +122,11 @@ def verify_file(path: Path, expected: str | None) -> str:
 
 def verify_tree(tree: CorpusTree, folder: Path) -> dict:
     """Check the SHA256SUMS list against its pinned sha256, then every file it lists (paths relative to
-    ``folder``). Files are hashed in 1 MiB chunks; ~0.6 s for the 50,002 IMDB files with a warm cache."""
+    ``folder``), and that the tree holds no other file. Files are hashed in 1 MiB chunks; ~0.6 s for the 50,002
+    IMDB files with a warm cache."""
     sums = folder / tree.sums
     verify_file(sums, tree.sums_sha256)
-    n = 0
+    n, listed = 0, set()
     for line_no, line in enumerate(sums.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
             continue
@@ -142,12 +143,26 @@ def verify_tree(tree: CorpusTree, folder: Path) -> dict:
                 f"{path}: sha256 mismatch: expected {expected} (from {sums}:{line_no}), actual {actual}"
             )
         n += 1
+        listed.add(rel)
+    reject_unlisted(folder, tree.root, listed, sums)
     return {
         "path": tree.sums,
         "sha256": tree.sums_sha256,
         "files_verified": n,
-        "verified": "SHA256SUMS list (pinned sha256) and every listed file",
+        "verified": "SHA256SUMS list (pinned sha256) and every listed file; no other file in the tree",
     }
+
+
+def reject_unlisted(folder: Path, root: str, listed: set[str], where: Path) -> None:
+    """The readers read whole folders of a tree: a file under ``folder/root`` that ``listed`` (paths relative to
+    ``folder``) does not name — an editor backup, a message added by hand — would enter the corpus unverified."""
+    for path in sorted((folder / root).rglob("*")):
+        rel = path.relative_to(folder).as_posix()
+        if path.is_file() and path.name != VERIFIED_MARKER and rel not in listed:
+            raise AttnauditError(
+                f"{path}: in a verified corpus tree but not listed in {where}; the corpus must be exactly the "
+                "official files: remove it (or delete the tree and rerun to extract it again)"
+            )
 
 
 def _verify_item(item: CorpusFile | CorpusTree, folder: Path) -> dict:
@@ -199,14 +214,36 @@ def _obtain_tree(tree: CorpusTree, raw_dir: Path, mirror_dir: Path | None) -> di
     if not dest.exists():
         archive = _obtain(tree.archive, raw_dir, mirror_dir)
         extract(raw_dir / tree.archive.path, raw_dir, tree)
-    else:
-        archive = json.loads(marker.read_text())
+    archive = json.loads(marker.read_text())
+    if "files" not in archive:
+        raise AttnauditError(
+            f"{dest} was extracted by an attnaudit that did not record its files' sha256; delete it and rerun "
+            "(it is extracted again from the verified archive)"
+        )
+    verify_extracted(dest, archive["files"])
     return {
         "path": tree.root,
         "archive": tree.archive.path,
         "sha256": archive["sha256"],
-        "verified": "official archive's pinned sha256, then extracted",
+        "files_verified": len(archive["files"]),
+        "verified": "official archive's pinned sha256, extracted; every file re-checked against its extraction",
     }
+
+
+def verify_extracted(dest: Path, files: dict[str, str]) -> None:
+    """A tree extracted earlier is still the archive's files: each one's sha256 as recorded at extraction, and
+    no other file (an edit in ``raw_dir`` would otherwise enter the corpus unverified)."""
+    for rel, expected in files.items():
+        path = dest / rel
+        if not path.is_file():
+            raise AttnauditError(f"{path}: extracted from the verified archive but now missing; delete {dest}")
+        actual = sha256_file(path)
+        if actual != expected:
+            raise AttnauditError(
+                f"{path}: changed since it was extracted from the verified archive (sha256 {actual}, extracted "
+                f"{expected}); delete {dest} and rerun to extract it again"
+            )
+    reject_unlisted(dest.parent, dest.name, {f"{dest.name}/{rel}" for rel in files}, dest / VERIFIED_MARKER)
 
 
 def download(item: CorpusFile, dest: Path, mirror_dir: Path | None = None) -> None:
@@ -282,7 +319,9 @@ def extract(archive: Path, raw_dir: Path, tree: CorpusTree) -> None:
         src = tmp / tree.archive_prefix if tree.archive_prefix else tmp
         if not src.is_dir():
             raise AttnauditError(f"{archive}: expected a top-level folder {tree.archive_prefix!r} in the archive")
-        (src / VERIFIED_MARKER).write_text(json.dumps({"archive": archive.name, "sha256": tree.archive.sha256}))
+        files = {p.relative_to(src).as_posix(): sha256_file(p) for p in sorted(src.rglob("*")) if p.is_file()}
+        marker = {"archive": archive.name, "sha256": tree.archive.sha256, "files": files}
+        (src / VERIFIED_MARKER).write_text(json.dumps(marker))
         os.rename(src, raw_dir / tree.root)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
