@@ -9,6 +9,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import tarfile
 import urllib.error
 from pathlib import Path
@@ -677,3 +678,20 @@ def test_user_csv_surrogates_name_the_line(tmp_path):
     cfg["mine"]["encoding"] = "utf-7"
     with pytest.raises(AttnauditError, match=r"u7.csv:3: column 'text' is not valid Unicode: a lone UTF-16 surr"):
         build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)
+
+
+def test_raw_dir_under_home_is_expanded(tmp_path, monkeypatch):
+    """``corpora.raw_dir: ~/…`` is the user's home, as the mirror and user corpus paths are (it used to make a
+    folder named "~" and ask for a file that was already in place)."""
+    if MIRROR is None:
+        pytest.skip("no corpus mirror here")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("ATTNAUDIT_MIRROR", raising=False)
+    monkeypatch.chdir(tmp_path)
+    raw = tmp_path / "home" / "raw" / "sst"
+    raw.mkdir(parents=True)
+    shutil.copy(MIRROR / "sst" / "trainDevTestTrees_PTB.zip", raw)
+    documents, manifest = build_corpus("sst", raw_dir="~/raw/sst")
+    assert manifest["source"]["kind"] == "raw_dir" and manifest["source"]["path"] == str(raw)
+    pd.testing.assert_frame_equal(documents, build_corpus("sst", mirror=MIRROR, raw_dir=tmp_path / "unused")[0])
+    assert not (tmp_path / "~").exists()

@@ -71,7 +71,7 @@ def build_corpus(
     spec = get_spec(name, user_corpora)
     opts = resolved_options(spec, options)
     if spec.files:
-        located = fetch_corpus(spec, Path(mirror) if mirror else None, Path(raw_dir))
+        located = fetch_corpus(spec, Path(mirror) if mirror else None, Path(raw_dir).expanduser())
         root, source, files = located.root, located.source, located.files
     else:
         root, files = None, []

@@ -78,7 +78,8 @@ def fetch_corpus(spec: CorpusSpec, mirror: Path | None, raw_dir: Path) -> Locate
         return Located(mirror_dir, {"kind": "mirror", "path": str(mirror_dir), "urls": urls}, records)
     raw_dir = Path(raw_dir)
     raw_dir.mkdir(parents=True, exist_ok=True)
-    log.info("%s: mirror %s does not hold every file; using %s", spec.name, mirror_dir, raw_dir)
+    if mirror_dir is not None:
+        log.info("%s: mirror %s does not hold every file; using %s", spec.name, mirror_dir, raw_dir)
     records = [_obtain(item, raw_dir, mirror_dir) for item in spec.files]
     source = {
         "kind": "raw_dir",
@@ -278,7 +279,7 @@ def download(item: CorpusFile, dest: Path, mirror_dir: Path | None = None) -> No
     searched = (
         f"not in the mirror folder {mirror_dir}"
         if mirror_dir is not None
-        else f"no mirror given (pass --mirror or set {MIRROR_ENV})"
+        else f"no mirror given (set corpora.mirror in the config, or {MIRROR_ENV}, to a folder holding it)"
     )
     raise AttnauditError(
         f"{dest.name} is missing: {searched}, and downloading it from {', '.join(item.urls)} failed "
