@@ -54,3 +54,22 @@ def test_a_missing_block_is_named(tmp_path):
         from attnaudit.results_summary import update_readme
 
         update_readme(tmp_path / "README.md", "t", "jw")
+
+
+def test_a_paper_without_tables_or_markers_out_of_order_leave_the_readme_alone(tmp_path):
+    """A paper asked for whose tables are missing stops the command (its README section used to be replaced by a
+    "missing" note, exit 0); so do end-before-start or doubled markers (a traceback, or a second block left stale)."""
+    from attnaudit.results_summary import update_readme
+
+    write_tables(tmp_path / "results")
+    readme = tmp_path / "README.md"
+    published = "<!-- results:start -->\npublished\n<!-- results:end -->\n"
+    readme.write_text(published)
+    args = ["results", "--results", str(tmp_path / "results"), "--readme", str(readme)]
+    assert main([*args, "--papers", "jain_wallace", "tutek_snajder"]) == 2
+    assert readme.read_text() == published
+    for broken in ("<!-- b:end -->\n<!-- b:start -->\n", "<!-- b:start -->\n<!-- b:end -->\n" * 2):
+        readme.write_text(broken)
+        with pytest.raises(AttnauditError, match="expected one <!-- b:start --> followed by one <!-- b:end -->"):
+            update_readme(readme, "t", "b")
+        assert readme.read_text() == broken

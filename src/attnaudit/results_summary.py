@@ -75,10 +75,13 @@ def lines(path: Path) -> list[str]:
     return path.read_text().rstrip().splitlines()
 
 
-def copied(path: Path) -> list[str]:
-    """A stage's markdown table, its title demoted below the README's headings."""
+def copied(path: Path, paper: str) -> list[str]:
+    """A stage's markdown table, its title demoted below the README's headings. A missing one stops the command
+    (a README section would otherwise be replaced by a note that it is missing)."""
     if not path.exists():
-        return [f"*{path} is missing: run `snakemake --cores all` first.*"]
+        raise AttnauditError(
+            f"{path} is missing: run the pipeline first, or leave {paper} out (--papers without {paper})"
+        )
     demoted = (re.sub(r"^(#+) ", lambda m: "#" * min(6, len(m.group(1)) + 4) + " ", line) for line in lines(path))
     return list(demoted)
 
@@ -97,7 +100,7 @@ def summary(
     if "jain_wallace" in papers:
         lines += ["### Jain & Wallace", "", *jain_wallace_section(tables / "jain_wallace", root / "models"), ""]
         for name in jw_tables:
-            lines += [*copied(tables / "jain_wallace" / f"{name}.md"), ""]
+            lines += [*copied(tables / "jain_wallace" / f"{name}.md", "jain_wallace"), ""]
     if "bastings_filippova" in papers:
         lines += ["### Bastings & Filippova", "", *bastings_filippova_section(tables / "bastings_filippova", model)]
         lines += [""]
@@ -120,7 +123,7 @@ def summary(
             continue
         lines += [f"### {title}", ""]
         for name in names:
-            lines += [*copied(tables / paper / f"{name}.md"), ""]
+            lines += [*copied(tables / paper / f"{name}.md", paper), ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -130,6 +133,8 @@ def update_readme(readme: str | Path, text: str, block: str = "results") -> None
     start, end = f"<!-- {block}:start -->", f"<!-- {block}:end -->"
     if start not in content or end not in content:
         raise AttnauditError(f"{readme} has no {start} … {end} block to replace")
+    if content.count(start) > 1 or content.count(end) > 1 or content.index(end) < content.index(start):
+        raise AttnauditError(f"{readme}: expected one {start} followed by one {end}")
     head, rest = content.split(start, 1)
     _, tail = rest.split(end, 1)
     write_text(path, f"{head}{start}\n{text}{end}{tail}")
