@@ -26,3 +26,18 @@ def test_per_rule_and_per_model_sums(tmp_path):
     assert models.loc[("sst", "lstm-s0"), "importance"] == 7 and models.loc[("sst", "lstm-s0"), "train"] == 8
     assert models.loc[("sst", "lstm-s0"), "cpu_seconds_sum"] == 15 and models.loc[("sst", "cnn-s0"), "train"] == 0
     assert list(models.index.get_level_values("model")) == ["cnn-s0", "lstm-s0"]
+
+
+def test_a_wrong_folder_or_an_unreadable_file_is_named(tmp_path):
+    """A typo in the folder used to print 0 jobs; an empty or header-only file a pandas traceback."""
+    import pytest
+
+    from attnaudit import AttnauditError
+
+    with pytest.raises(AttnauditError, match="benchmark: not a folder"):
+        summarise(tmp_path / "benchmark")
+    for broken in ("", HEADER):
+        (tmp_path / "train").mkdir(exist_ok=True)
+        (tmp_path / "train" / "x.tsv").write_text(broken)
+        with pytest.raises(AttnauditError, match=r"x.tsv: not a Snakemake benchmark file with rows"):
+            summarise(tmp_path)

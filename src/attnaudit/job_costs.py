@@ -13,21 +13,26 @@ from pathlib import Path
 
 import pandas as pd
 
+from attnaudit import AttnauditError
+
 
 def collect(root: str | Path) -> pd.DataFrame:
+    """One row per Snakemake benchmark file under ``root`` (its last repeat); a path that is not a folder of
+    them, or a file that is not one, is named (a typo used to report 0 jobs)."""
     rows = []
     root = Path(root)
+    if not root.is_dir():
+        raise AttnauditError(f"{root}: not a folder (expected the workflow's benchmarks/ folder)")
     for path in sorted(root.rglob("*.tsv")):
-        bench = pd.read_csv(path, sep="\t")
-        rows.append(
-            {
-                "rule": path.relative_to(root).parts[0],
-                "job": str(path.relative_to(root)),
-                "seconds": float(bench["s"].iloc[-1]),
-                "cpu_seconds": float(bench["cpu_time"].iloc[-1]) if "cpu_time" in bench else float("nan"),
-                "max_rss_mb": float(bench["max_rss"].iloc[-1]),
-            }
-        )
+        try:
+            last = pd.read_csv(path, sep="\t").iloc[-1]  # the last repeat
+            row = {"seconds": float(last["s"]), "max_rss_mb": float(last["max_rss"])}
+        except (pd.errors.EmptyDataError, pd.errors.ParserError, KeyError, IndexError) as err:
+            raise AttnauditError(
+                f"{path}: not a Snakemake benchmark file with rows (s, max_rss, …): {type(err).__name__}: {err}"
+            ) from None
+        row["cpu_seconds"] = float(last["cpu_time"]) if "cpu_time" in last else float("nan")
+        rows.append({"rule": path.relative_to(root).parts[0], "job": str(path.relative_to(root)), **row})
     return pd.DataFrame(rows, columns=["rule", "job", "seconds", "cpu_seconds", "max_rss_mb"])
 
 
