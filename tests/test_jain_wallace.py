@@ -438,6 +438,8 @@ def test_bench_prints_one_line_per_audit(planted_dataset, planted_model_dir, cap
     lines = capsys.readouterr().out.strip().splitlines()
     assert code == 0 and lines[0].startswith("fixed cost per job:")
     assert lines[1].startswith("jw_rerun_ratio: against J&W's code run on ")
+    assert lines[2].startswith("note: the J&W ratios compare with their SST BiLSTM") and "on dataset" in lines[2]
+    lines = lines[:2] + lines[3:]
     names = ("gradient", "loo", "permutation", "adversarial", "all_four")
     assert [line.split()[:2] for line in lines[2:12]] == [[a, f"threads={t}"] for t in (1, 2) for a in names]
     number = r"[\d.]+"
@@ -448,6 +450,20 @@ def test_bench_prints_one_line_per_audit(planted_dataset, planted_model_dir, cap
     assert all(
         re.fullmatch(rf"\w+ naive_per_instance={number}ms batched_speedup={number}", line) for line in lines[-4:]
     )
+
+
+@pytest.mark.parametrize(
+    "args,expected",
+    [
+        (["--audits", "gradiant"], "throughput --audits: 'gradiant' is not one of gradient, loo"),
+        (["--threads", "0"], "throughput --threads: [0] must be positive thread counts"),
+        (["--epoch", "--embeddings", "nowhere.npy"], "throughput --epoch: nowhere.npy is not a file"),
+    ],
+)
+def test_bench_names_what_it_cannot_run(planted_dataset, planted_model_dir, capsys, args, expected):
+    dirs = ["--dataset-dir", str(planted_dataset / "dataset"), "--model-dir", str(planted_model_dir)]
+    assert main(["bench", "jw", *dirs, *args]) == 2
+    assert expected in capsys.readouterr().err
 
 
 def test_bench_resolves_dataset_and_model_names(tmp_path):

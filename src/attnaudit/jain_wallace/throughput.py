@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from attnaudit import AttnauditError
 from attnaudit.auditing import instance_seed, iterate_chunk, load_audit_inputs
 from attnaudit.data import collate
 from attnaudit.importance import get_method
@@ -259,8 +260,23 @@ def ratio_to_jw(
     return theirs / max(cpu / n, 1e-12)
 
 
+def check_arguments(args, embeddings: Path) -> None:
+    """What the bench cannot run, named before any timing (an unknown audit was a KeyError, 0 threads a torch
+    error, a missing embeddings file silently dropped the training epoch)."""
+    unknown = [audit for audit in args.audits or () if audit not in AUDITS]
+    if unknown:
+        raise AttnauditError(f"throughput --audits: {unknown[0]!r} is not one of {', '.join(AUDITS)}")
+    if any(threads < 1 for threads in args.threads):
+        raise AttnauditError(f"throughput --threads: {args.threads} must be positive thread counts")
+    if args.epoch and not embeddings.is_file():
+        raise AttnauditError(f"throughput --epoch: {embeddings} is not a file; give --embeddings")
+
+
 def run(args) -> dict:
     dataset_dir, model_dir = resolve_dirs(args)
+    embeddings = Path(args.embeddings) if args.embeddings else dataset_dir.parent.parent / "embeddings"
+    embeddings = embeddings / dataset_dir.name / "matrix.npy" if embeddings.is_dir() else embeddings
+    check_arguments(args, embeddings)
     raw = json.loads(args.options or "{}")
     opts = resolve(raw.get("jain_wallace", raw))
     inputs = load_audit_inputs(dataset_dir, model_dir, args.split)
@@ -290,8 +306,12 @@ def run(args) -> dict:
     rerun = nearest_rerun((floor or machine_speed(128, 512))["gmacs"], activations.cpu_vendor())
     results["jw_rerun_machine"] = rerun["machine"]
     print(f"jw_rerun_ratio: against J&W's code run on {rerun['machine']}", flush=True)
-    embeddings = Path(args.embeddings) if args.embeddings else dataset_dir.parent.parent / "embeddings"
-    embeddings = embeddings / dataset_dir.name / "matrix.npy" if embeddings.is_dir() else embeddings
+    if (dataset_dir.name, model.cfg.encoder, model.cfg.attention) != ("sst", "lstm", "additive"):
+        print(
+            "note: the J&W ratios compare with their SST BiLSTM + additive attention; this model is "
+            f"{model.cfg.encoder} + {model.cfg.attention} on {dataset_dir.name}, so they compare unlike models",
+            flush=True,
+        )
     for threads in args.threads:
         torch.set_num_threads(threads)
         rows = {}
@@ -303,7 +323,7 @@ def run(args) -> dict:
             cpu = sum(r["cpu"] for r in rows.values())
             wall = sum(r["wall"] for r in rows.values())
             rows["all_four"] = {"cpu": cpu, "wall": wall, "n": n, "name": "all_four", "fixed": fixed}
-        if args.epoch and embeddings.exists():
+        if args.epoch:
             epoch, n_train = training_epoch_runner(dataset_dir, model_dir, embeddings)
             cpu, wall = _cpu_wall(epoch)
             rows["training_epoch"] = {"cpu": cpu, "wall": wall, "n": n_train, "split": "train", "fixed": 0.0}
