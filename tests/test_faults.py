@@ -333,6 +333,15 @@ def test_a_full_disk_is_reported_and_leaves_no_partial_file(full_disk, planted_m
     assert list(full_disk.iterdir()) == []  # neither the target nor a temporary file
 
 
+def test_a_folder_that_cannot_be_written_is_named_by_the_output(tmp_path):
+    """Writing into a folder that takes no new files (here /proc, which refuses them even to root) names the
+    output the job was writing, not the hidden temporary file beside it."""
+    target = Path("/proc") / f"attnaudit-{tmp_path.name}.json"
+    with pytest.raises(OSError) as err:
+        write_json(target, {"x": 1})
+    assert err.value.filename == str(target) and ".tmp" not in str(err.value)
+
+
 def test_results_get_the_usual_file_mode(tmp_path):
     write_json(tmp_path / "a.json", {"x": 1})
     mode = stat.S_IMODE(os.stat(tmp_path / "a.json").st_mode)

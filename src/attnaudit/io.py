@@ -46,7 +46,10 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as err:  # named by the output, not by the hidden temporary file it could not create
+        raise type(err)(err.errno, err.strerror, str(path)) from None
     os.close(fd)
     tmp_path = Path(tmp)
     try:
