@@ -695,3 +695,22 @@ def test_raw_dir_under_home_is_expanded(tmp_path, monkeypatch):
     assert manifest["source"]["kind"] == "raw_dir" and manifest["source"]["path"] == str(raw)
     pd.testing.assert_frame_equal(documents, build_corpus("sst", mirror=MIRROR, raw_dir=tmp_path / "unused")[0])
     assert not (tmp_path / "~").exists()
+
+
+def test_a_host_that_never_answers_is_tried_once(tmp_path, monkeypatch):
+    """A server that accepts the connection and never answers (a firewall or dead proxy) is not retried: three
+    tries of the timeout each used to hold a corpus job for minutes per URL."""
+    import socket
+
+    monkeypatch.setattr(fetch, "TIMEOUT_SECONDS", 0.2)
+    monkeypatch.setattr(fetch, "BACKOFF_SECONDS", 0)
+    calls, real = [], fetch._download_once
+    monkeypatch.setattr(fetch, "_download_once", lambda url, tmp: calls.append(url) or real(url, tmp))
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        url = f"http://127.0.0.1:{server.getsockname()[1]}/x.csv"
+        item = CorpusFile("x.csv", (url,), "0" * 64)
+        with pytest.raises(AttnauditError, match=r"x.csv is missing: .* no answer within 0.2 s"):
+            fetch.fetch_corpus(_toy_spec(item), None, tmp_path / "raw")
+    assert calls == [url] and not list((tmp_path / "raw").rglob("*.part"))

@@ -271,6 +271,9 @@ def download(item: CorpusFile, dest: Path, mirror_dir: Path | None = None) -> No
                 if 400 <= err.code < 500:
                     break  # not transient
             except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as err:
+                if timed_out(err):  # a host that never answers: three more minutes of waiting would not help
+                    errors.append(f"{url}: no answer within {TIMEOUT_SECONDS} s")
+                    break
                 errors.append(f"{url}: {err}")
             finally:
                 Path(tmp).unlink(missing_ok=True)
@@ -287,6 +290,11 @@ def download(item: CorpusFile, dest: Path, mirror_dir: Path | None = None) -> No
         f"(sha256 {item.sha256 or 'not pinned'}) at "
         f"{dest} or in the mirror."
     )
+
+
+def timed_out(err: BaseException) -> bool:
+    """A connection or read that timed out (a firewall or dead proxy that drops packets), not a refusal."""
+    return isinstance(err, TimeoutError) or isinstance(getattr(err, "reason", None), TimeoutError)
 
 
 def _download_once(url: str, tmp: Path) -> str:
