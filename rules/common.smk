@@ -945,6 +945,21 @@ GLIBC_MALLOC_TUNABLES = ":".join(
 )
 
 
+def check_profile_rule_names():
+    """A rule name under a profile's set-resources or set-threads that names no rule is ignored by Snakemake: a
+    typo (jw_adversarail) would send that job to a cluster with the default memory and time, to be killed hours
+    later. Checked once every rule is defined."""
+    names = {rule.name for rule in workflow.rules}
+    settings = workflow.resource_settings
+    for key, given in (("set-resources", settings.overwrite_resources), ("set-threads", settings.overwrite_threads)):
+        unknown = sorted(set(given) - names)
+        if unknown:
+            raise AttnauditError(
+                f"{key}: {unknown} name no rule of this workflow (a profile or command-line typo?); the rules: "
+                f"{', '.join(sorted(names))}"
+            )
+
+
 def keep_freed_memory_in_jobs():
     """Give every job (local, or Slurm, whose job steps parse this Snakefile again) glibc malloc tunables that keep
     freed memory in the process (docs/performance.md, *glibc's allocator*). The variable is read when a process

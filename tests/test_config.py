@@ -281,3 +281,17 @@ def test_unknown_corpus_lists_valid_names(tmp_path):
     assert proc.returncode != 0
     out = proc.stdout + proc.stderr
     assert "sst2" in out and all(name in out for name in ("sst", "imdb", "20news", "agnews", "adr", "planted"))
+
+
+@pytest.mark.parametrize(
+    "flags,expected",
+    [
+        (["--set-resources", "jw_adversarail:mem_mb=100"], "set-resources: ['jw_adversarail'] name no rule"),
+        (["--set-threads", "trian=2"], "set-threads: ['trian'] name no rule"),
+    ],
+)
+def test_a_misspelt_rule_in_the_resources_is_named(tmp_path, flags, expected):
+    """Snakemake ignores a set-resources/set-threads entry that names no rule: on a cluster that job would get the
+    default memory and time and be killed hours later."""
+    proc = dry_run(tmp_path, BASE, *flags)
+    assert proc.returncode != 0 and expected in proc.stdout + proc.stderr, (proc.stdout + proc.stderr)[-2000:]
