@@ -213,7 +213,7 @@ def _obtain_tree(tree: CorpusTree, raw_dir: Path, mirror_dir: Path | None) -> di
             f"(no {VERIFIED_MARKER}); delete it and rerun"
         )
     if not dest.exists():
-        archive = _obtain(tree.archive, raw_dir, mirror_dir)
+        _obtain(tree.archive, raw_dir, mirror_dir)
         extract(raw_dir / tree.archive.path, raw_dir, tree)
     archive = json.loads(marker.read_text())
     if "files" not in archive:
@@ -249,7 +249,7 @@ def verify_extracted(dest: Path, files: dict[str, str]) -> None:
 
 def download(item: CorpusFile, dest: Path, mirror_dir: Path | None = None) -> None:
     """Download ``item`` to ``dest`` via a temporary file: each URL up to :data:`TRIES` times with exponential
-    backoff; the file is renamed into place only if its sha256 matches."""
+    backoff (once if it times out or answers 4xx); the file is renamed into place only if its sha256 matches."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     errors = []
     for url in item.urls:
