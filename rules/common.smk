@@ -946,7 +946,7 @@ GLIBC_MALLOC_TUNABLES = ":".join(
 
 
 def check_profile_rule_names():
-    """A rule name under a profile's set-resources or set-threads that names no rule is ignored by Snakemake: a
+    """Snakemake ignores a set-resources or set-threads entry whose name is not one of the workflow's rules, so a
     typo (jw_adversarail) would send that job to a cluster with the default memory and time, to be killed hours
     later. Checked once every rule is defined."""
     names = {rule.name for rule in workflow.rules}
@@ -955,8 +955,8 @@ def check_profile_rule_names():
         unknown = sorted(set(given) - names)
         if unknown:
             raise AttnauditError(
-                f"{key}: {unknown} name no rule of this workflow (a profile or command-line typo?); the rules: "
-                f"{', '.join(sorted(names))}"
+                f"{key}: {unknown} name none of this workflow's rules (a profile or command-line typo?); they "
+                f"are {', '.join(sorted(names))}"
             )
 
 

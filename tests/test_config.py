@@ -286,8 +286,11 @@ def test_unknown_corpus_lists_valid_names(tmp_path):
 @pytest.mark.parametrize(
     "flags,expected",
     [
-        (["--set-resources", "jw_adversarail:mem_mb=100"], "set-resources: ['jw_adversarail'] name no rule"),
-        (["--set-threads", "trian=2"], "set-threads: ['trian'] name no rule"),
+        (
+            ["--set-resources", "jw_adversarail:mem_mb=100"],
+            "set-resources: ['jw_adversarail'] name none of this workflow's rules",
+        ),
+        (["--set-threads", "trian=2"], "set-threads: ['trian'] name none of this workflow's rules"),
     ],
 )
 def test_a_misspelt_rule_in_the_resources_is_named(tmp_path, flags, expected):
