@@ -8,6 +8,7 @@ import re
 from html import escape
 from pathlib import Path
 
+import markdown_it
 import numpy as np
 import pandas as pd
 import pytest
@@ -255,7 +256,6 @@ def test_card_markdown_keeps_hostile_text_literal(tmp_path):
     """A class name or label like ``neg|[x](javascript:…)`` + newline + ``*b*`` stays literal text in the card's
     Markdown (rendered by a CommonMark parser with GFM tables): the page has the elements (links, emphasis, code,
     table cells, paragraphs) that a plain name gives, and the text where the plain name is."""
-    markdown_it = pytest.importorskip("markdown_it")
     metrics = tmp_path / "metrics.json"
     metrics.write_text(json.dumps({"test": {"accuracy": 0.8, "macro_f1": 0.79, "per_class_f1": [0.7, 0.88]}}))
 

@@ -680,11 +680,10 @@ def test_user_csv_surrogates_name_the_line(tmp_path):
         build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)
 
 
+@needs_mirror
 def test_raw_dir_under_home_is_expanded(tmp_path, monkeypatch):
     """``corpora.raw_dir: ~/…`` is the user's home, as the mirror and user corpus paths are (it used to make a
     folder named "~" and ask for a file that was already in place)."""
-    if MIRROR is None:
-        pytest.skip("no corpus mirror here")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.delenv("ATTNAUDIT_MIRROR", raising=False)
     monkeypatch.chdir(tmp_path)

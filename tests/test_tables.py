@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from html import escape
 
+import markdown_it
 import pandas as pd
 import pytest
 
@@ -65,7 +66,6 @@ def test_an_emptied_table_is_named_unreadable(tmp_path):
 def test_markdown_cell_is_literal_text_in_a_table():
     """Escaped cells render (CommonMark + GFM tables) as their text: no link, emphasis, code, image or HTML, one
     cell per text, newlines as spaces; an underscore inside a word is left as it is."""
-    markdown_it = pytest.importorskip("markdown_it")
     texts = ["a|b", "[x](javascript:alert(1))", "two\nlines\r\nthree\rfour", "*e* _u_ `c` ~~s~~ \\[y](z) #h ![i](j)"]
     texts += ["<img src=x onerror=alert(1)> &amp; </script>", "_a_ b_ _c tau_g sst__x"]
     doc = "| text |\n|---|\n" + "".join(f"| {markdown_cell(t)} |\n" for t in texts)
