@@ -6,6 +6,7 @@ A synthetic model with a ``<script>`` token checks escaping. Screenshots go to `
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -183,9 +184,31 @@ def test_explorer_escapes_text(page, tmp_path):
     assert not [e for e in page.errors if not e.startswith("network: file")], page.errors
 
 
+WORD_LEFTS = """(el, words) => words.map(word => {
+    const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    for (let node; (node = walker.nextNode()); ) {
+        const at = node.data.indexOf(word);
+        if (at >= 0) {
+            const range = document.createRange();
+            range.setStart(node, at);
+            range.setEnd(node, at + word.length);
+            return range.getBoundingClientRect().left;
+        }
+    }
+    return null;
+})"""
+
+
+def words_in_reading_order(page, selector, words) -> bool:
+    """Whether ``words`` (each found in the first element matching ``selector``) are laid out left to right."""
+    lefts = page.locator(selector).first.evaluate(WORD_LEFTS, words)
+    return None not in lefts and lefts == sorted(lefts)
+
+
 def test_tokens_with_bidi_controls_stay_in_order(page, tmp_path):
     """A token holding U+202E (right-to-left override) reverses only itself: the tokens after it keep their
-    left-to-right order, in the explorer and in the J&W heatmap page (every token is bidi-isolated)."""
+    left-to-right order, in the explorer and in the J&W heatmap page (every token is bidi-isolated); a class name
+    holding one leaves the rest of its line in order."""
     from attnaudit.explorer.build import build_site
     from attnaudit.jain_wallace.heatmaps import render
 
@@ -197,17 +220,22 @@ def test_tokens_with_bidi_controls_stay_in_order(page, tmp_path):
 
     tokens = ["<s>", "rtl\u202eoverride", "after", "the", "override", "comes", "this", "</s>"]
     entry = make_results(tmp_path, n_instances=12, n_tokens=8, special=tokens[1])
+    manifest = tmp_path / "results/corpora/synth/manifest.json"
+    manifest.write_text(json.dumps({"label_names": ["neg\u202e", "pos\u202e"]}))
     build_site([entry], tmp_path / "explorer", options={"page_size": 5})
     page.goto((tmp_path / "explorer" / "index.html").as_uri() + "#/instance/synth/m-s0/0")
     page.wait_for_selector("#tokens .tok")
     assert page.locator("#tokens .tok").nth(1).text_content() == tokens[1]
     assert in_reading_order("#tokens .tok")
+    assert words_in_reading_order(page, "#instance-facts tr:nth-child(2) td", ["(p", "="])
 
     weights = np.linspace(0.05, 0.2, 8)
     chosen = pd.DataFrame(
         {"id": ["i0"], "label": [0], "predicted_class": [0], "eps_max_jsd": [0.3], "max_attention": [0.2]}
         | {"n_valid": [2], "attention": [weights], "adversarial_attention": [weights[::-1]], "best_tvd": [0.01]}
     )
-    page.set_content(render("synth", "m-s0", chosen, {"i0": tokens}, 0.01, ["neg", "pos"]))
+    page.set_content(render("synth", "m-s0", chosen, {"i0": tokens}, 0.01, ["neg\u202e", "pos"]))
     assert in_reading_order(".orig .tok") and in_reading_order(".adv .tok")
+    # the class name's override stays inside it: the line's own words keep their order
+    assert words_in_reading_order(page, ".instance .meta", ["label", "predicted", "JSD", "valid"])
     assert not page.errors, page.errors

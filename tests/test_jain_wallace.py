@@ -349,7 +349,7 @@ def test_tables_figures_heatmaps(planted_audits, planted_dataset, tmp_path):
         manifest=manifest,
     )
     text = page.read_text()
-    assert len(re.findall(r"label (neg|pos), predicted (neg|pos);", text)) == 3
+    assert len(re.findall(r"label <bdi>(neg|pos)</bdi>, predicted <bdi>(neg|pos)</bdi>;", text)) == 3
     assert "<script" not in text.lower() and "http" not in text and text.count("class='instance'") == 3
     assert "Δŷ" in text
 

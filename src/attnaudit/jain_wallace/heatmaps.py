@@ -49,13 +49,19 @@ def _tokens_html(tokens, weights) -> str:
     )
 
 
+def _isolated(text) -> str:
+    """User text (ids, class names) escaped and bidi-isolated: a right-to-left character in it cannot reorder the
+    text around it."""
+    return f"<bdi>{html.escape(str(text))}</bdi>"
+
+
 def render(
     dataset: str, model: str, chosen: pd.DataFrame, tokens_by_id: dict, epsilon: float, names: list[str] = ()
 ) -> str:
     parts = [
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>J&amp;W adversarial heatmaps: "
         f"{html.escape(dataset)} / {html.escape(model)}</title><style>{_CSS}</style></head><body>",
-        f"<h1>Adversarial attention heatmaps — {html.escape(dataset)} / {html.escape(model)}</h1>",
+        f"<h1>Adversarial attention heatmaps — {_isolated(dataset)} / {_isolated(model)}</h1>",
         "<p class='meta'>Jain &amp; Wallace (2019) Fig. 1 / Appendix E. Red: the model's attention α̂. Blue: "
         f"an adversarial attention found by Eq. 1–2 whose output differs by Δŷ = TVD ≤ ε = {epsilon}. "
         "Intensity is relative to the row's largest weight; hover a token for its weight.</p>",
@@ -65,9 +71,9 @@ def render(
     for _, r in chosen.iterrows():
         tokens = tokens_by_id[r["id"]]
         parts.append(
-            f"<div class='instance'><h2>{html.escape(str(r['id']))}</h2>"
-            f"<div class='meta'>label {html.escape(class_name(list(names), r['label']))}, predicted "
-            f"{html.escape(class_name(list(names), r['predicted_class']))}; ε-max JSD "
+            f"<div class='instance'><h2>{_isolated(r['id'])}</h2>"
+            f"<div class='meta'>label {_isolated(class_name(list(names), r['label']))}, predicted "
+            f"{_isolated(class_name(list(names), r['predicted_class']))}; ε-max JSD "
             f"{r['eps_max_jsd']:.3f} nats; max α̂ {r['max_attention']:.3f}; valid adversaries {r['n_valid']}</div>"
             f"<div class='row orig'><span class='label'>Original</span>{_tokens_html(tokens, r['attention'])}</div>"
             f"<div class='row adv'><span class='label'>Adversarial</span>"

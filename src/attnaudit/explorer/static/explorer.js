@@ -275,7 +275,7 @@
       app.appendChild(el("h1", { id: "instance-id", text: inst.id }));
       var facts = el("table", { id: "instance-facts" }, [
         el("tr", {}, [el("th", { text: "label" }), el("td", { text: labelName(dataset, list.label[i]) })]),
-        el("tr", {}, [el("th", { text: "predicted" }), el("td", { text: labelName(dataset, list.predicted[i]) + " (p = " + fmt(list.prob[i]) + ")" })])
+        el("tr", {}, [el("th", { text: "predicted" }), el("td", {}, [el("bdi", { text: labelName(dataset, list.predicted[i]) }), " (p = " + fmt(list.prob[i]) + ")"])])
       ].concat(Object.keys(list.values).map(function (name) {
         return el("tr", {}, [el("th", { text: name }), el("td", { "data-name": name, text: fmt(list.values[name][i]) })]);
       })));
