@@ -87,7 +87,8 @@ def test_jain_wallace_summary(tmp_path):
         }
     )
     perm = pd.DataFrame({"delta_median": rng.uniform(0, 0.1, n)})
-    adv = pd.DataFrame({"eps_max_jsd": rng.uniform(0, 0.69, n), "n_valid": rng.integers(0, 3, n)})
+    n_valid = rng.integers(0, 3, n)
+    adv = pd.DataFrame({"eps_max_jsd": np.where(n_valid > 0, rng.uniform(0, 0.69, n), 0.0), "n_valid": n_valid})
     paths = {}
     for name, frame in (("correlation", corr), ("permutation", perm), ("adversarial", adv)):
         paths[name] = str(tmp_path / f"{name}.parquet")
@@ -104,6 +105,8 @@ def test_jain_wallace_summary(tmp_path):
     assert checks["jw_permutation"]["passed"] == (share < 0.5)
     found = ((adv["eps_max_jsd"] > 0.5) & (adv["n_valid"] > 0)).mean()
     assert numbers["adversary_found"]["value"] == pytest.approx(100 * found)
+    # Alg. 3: an instance without a valid adversary counts with ε-max JSD 0, as in the J&W adversarial table
+    assert numbers["eps_max_jsd"]["value"] == pytest.approx(adv["eps_max_jsd"].mean())
     assert s["missing"] == [] and json.loads((tmp_path / "s.json").read_text()) == json.loads(json.dumps(s))
 
 
@@ -151,7 +154,7 @@ def test_wiegreffe_pinter_and_tutek_snajder_summaries(tmp_path):
     s = run_summary("wiegreffe_pinter", inputs, "d", "m", _options(), str(tmp_path / "wp.json"))
     checks = {c["key"]: c for c in s["checks"]}
     assert checks["wp_uniform"]["passed"] is True  # 11 points ≫ 2 × std (1 point)
-    assert checks["wp_seed_variance"]["passed"] is False and "70 %" in checks["wp_seed_variance"]["text"]
+    assert checks["wp_seed_variance"]["passed"] is False and "70.0 %" in checks["wp_seed_variance"]["text"]
     inputs["uniform_metrics"] = [metrics("u2", 0.805)]
     s = run_summary("wiegreffe_pinter", inputs, "d", "m", _options(), str(tmp_path / "wp.json"))
     assert {c["key"]: c["passed"] for c in s["checks"]}["wp_uniform"] is False
@@ -271,3 +274,14 @@ def test_card_markdown_keeps_hostile_text_literal(tmp_path):
     page, plain = rendered(evil), rendered("plain")
     assert "<a " not in page and "<em>b</em>" not in page and "<code>" not in page
     assert page.replace(escape(evil.replace("\n", " "), quote=False), "plain") == plain  # text where "plain" is
+
+
+def test_a_check_does_not_round_a_share_onto_its_bound(tmp_path):
+    """249 of 250 instances with an adversary is 99.6 %, not "100 %" (a share shown as the whole would hide
+    the instance that is not)."""
+    adv = pd.DataFrame({"eps_max_jsd": [0.6] * 249 + [0.0], "n_valid": [3] * 249 + [0]})
+    adv.to_parquet(tmp_path / "adversarial.parquet")
+    paths = {"adversarial": str(tmp_path / "adversarial.parquet")}
+    s = run_summary("jain_wallace", paths, "d", "m", _options(), str(tmp_path / "s.json"))
+    text = {c["key"]: c["text"] for c in s["checks"]}["jw_adversarial"]
+    assert "99.6 % of instances" in text and "100 %" not in text

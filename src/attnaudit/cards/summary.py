@@ -90,6 +90,11 @@ def share(key, label, fraction, citation="") -> dict:
     return number(key, label, 100 * fraction, unit="%", digits=1, citation=citation, headline=True)
 
 
+def percent(fraction: float) -> str:
+    """A share as a check's text shows it: one decimal, so 99.6 % does not read as 100 %."""
+    return f"{100 * fraction:.1f} %"
+
+
 def check(key, text, rule, passed, citation="") -> dict:
     return {
         "key": key,

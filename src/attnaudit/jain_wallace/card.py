@@ -4,7 +4,7 @@ Alg. 1) with bootstrap 95 % CIs over instances; permutation (§4.2.1, Alg. 2) an
 
 from __future__ import annotations
 
-from attnaudit.cards.summary import bootstrap_ci, check, existing, make_summary, number, share
+from attnaudit.cards.summary import bootstrap_ci, check, existing, make_summary, number, percent, share
 from attnaudit.io import read_parquet
 
 TITLE = "Jain & Wallace (2019): attention vs gradients and LOO, permuted and adversarial attention"
@@ -63,7 +63,7 @@ def summary(inputs: dict, *, dataset: str, model: str, options: dict) -> dict:
             check(
                 "jw_permutation",
                 f"permuting attention leaves the output nearly unchanged (median Δŷ < {options['delta_median']}) "
-                f"for {100 * small:.0f} % of instances",
+                f"for {percent(small)} of instances",
                 f"pass if that share is below {100 * majority:.0f} %",
                 small < majority,
                 "J&W §4.2.1",
@@ -74,7 +74,7 @@ def summary(inputs: dict, *, dataset: str, model: str, options: dict) -> dict:
     if path := existing(inputs, "adversarial"):
         adv = read_parquet(path)
         valid = adv["n_valid"] > 0
-        jsd = adv["eps_max_jsd"].where(valid)
+        jsd = adv["eps_max_jsd"]  # as the audit wrote it: 0 without a valid adversary (Alg. 3), or NaN (`no_valid`)
         found = float(((jsd > options["eps_max_jsd"]) & valid).mean())
         numbers.append(
             number(
@@ -92,7 +92,7 @@ def summary(inputs: dict, *, dataset: str, model: str, options: dict) -> dict:
             check(
                 "jw_adversarial",
                 f"a very different attention (JSD > {options['eps_max_jsd']}) gives the same prediction for "
-                f"{100 * found:.0f} % of instances",
+                f"{percent(found)} of instances",
                 f"pass if that share is below {100 * majority:.0f} %",
                 found < majority,
                 "J&W §4.2.2",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnaudit.cards.summary import check, existing, make_summary, number, share
+from attnaudit.cards.summary import check, existing, make_summary, number, percent, share
 from attnaudit.io import read_json, read_parquet
 
 TITLE = "Wiegreffe & Pinter (2019): uniform attention and seed variance as baselines"
@@ -65,7 +65,7 @@ def summary(inputs: dict, *, dataset: str, model: str, options: dict) -> dict:
         checks.append(
             check(
                 "wp_seed_variance",
-                f"adversaries beyond seed variance for {100 * beyond:.0f} % of instances",
+                f"adversaries beyond seed variance for {percent(beyond)} of instances",
                 f"pass if that share is below {100 * options['majority']:.0f} %",
                 beyond < options["majority"],
                 "W&P §3.3",
