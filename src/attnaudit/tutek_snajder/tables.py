@@ -500,7 +500,8 @@ def table3_markdown(table: pd.DataFrame, directions: pd.DataFrame) -> str:
         paper.TABLE3_PROVENANCE,
         "softmax(W_d h_t + b_d) of the predicted class (Eq. 9: the prediction if all attention were on token t), "
         "averaged over the non-marker tokens of each instance, then over correctly predicted test instances; "
-        "mean ± std over seeds (n). Lower is better. p(ŷ): the models' own mean prediction probability.",
+        "mean ± std over seeds (n). Lower is better. p(ŷ): the models' own probability of the predicted class, "
+        "averaged over the same correctly predicted instances.",
     )
     lines += [
         "| dataset | att. | layers | regulariser | variant | n | per-token p | p(ŷ) | correct instances | T&Š |",
