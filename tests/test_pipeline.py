@@ -150,4 +150,4 @@ def test_a_second_experiment_keeps_the_first_ones_tables(pipeline_run, tmp_path)
     both = pd.read_csv(shared / "results/tables/jain_wallace/correlation.csv")
     assert set(both["dataset"]) == {"planted", "sst_small"}
     heatmap = (shared / "results/figures/jain_wallace/sst_small/heatmaps/lstm-additive-base-s0.html").read_text()
-    assert re.search(r"label (negative|positive), predicted (negative|positive)", heatmap)
+    assert re.search(r"label <bdi>(negative|positive)</bdi>, predicted <bdi>(negative|positive)</bdi>", heatmap)
