@@ -11,6 +11,7 @@ from attnaudit.auditing import iterate_chunk, load_audit_inputs
 from attnaudit.data import collate
 from attnaudit.importance import METHODS, get_method
 from attnaudit.importance.gradient import autograd_gradient_times_embedding
+from attnaudit.importance.loo import deletion_outputs as loo_deletion_outputs
 from attnaudit.importance.loo import deletions
 from attnaudit.jain_wallace import reference
 from attnaudit.models import deletions as deletions_module
@@ -120,27 +121,39 @@ def test_loo_builds_every_deletion_once():
         np.testing.assert_array_equal(got, expected)
 
 
+def real_deletions(seqs, b, t) -> list[int]:
+    """Rows of a :func:`deletions` grid that delete a real token of an instance with something left after it."""
+    return [row for row in range(len(b)) if t[row] < len(seqs[int(b[row])]) and len(seqs[int(b[row])]) > 1]
+
+
+@pytest.mark.parametrize("attend_to_markers", [False, True])
 @pytest.mark.parametrize("attention", ["additive", "dot"])
 @pytest.mark.parametrize("hidden_mode", ["plain", "concat", "residual"])
-def test_bilstm_deletions_without_reencoding_equal_reencoding(hidden_mode, attention, tanh_route):
+def test_bilstm_deletions_without_reencoding_equal_reencoding(hidden_mode, attention, attend_to_markers, tanh_route):
     """Resuming from the states a deletion leaves unchanged, with the attention softmax accumulated online, gives
     the logits of re-encoding each shorter sequence (every real deletion; instances in no particular order of
-    length, one of them empty after its deletion) and the undeleted logits of the model."""
+    length, one of markers only, one left with markers only after a deletion) and the undeleted logits of the
+    model, whether or not the attention weighs the markers."""
     model = tiny_model(
-        "lstm", attention, 0, 3, randomise=True, embedding_dim=16, lstm_hidden=8, hidden_mode=hidden_mode
+        "lstm",
+        attention,
+        0,
+        3,
+        randomise=True,
+        embedding_dim=16,
+        lstm_hidden=8,
+        hidden_mode=hidden_mode,
+        attend_to_markers=attend_to_markers,
     )
-    seqs, batch = small_batch(3, lengths=(9, 4, 12, 1, 2, 7, 12))
+    seqs, batch = small_batch(3, lengths=(9, 4, 12, 2, 3, 7, 12))
     assert deletions_module.supports(model, batch)
     deleted, b, t = deletions(batch)
     with torch.no_grad():
-        as_is, streamed = deletions_module.deletion_outputs(model, batch)
+        as_is, streamed = loo_deletion_outputs(model, batch, max_tokens=None)
         encoded = model(deleted).logits
         torch.testing.assert_close(as_is, model(batch).logits, atol=1e-5, rtol=1e-5)
-    streamed = streamed.flatten(0, 1)
-    real = [row for row in range(len(b)) if t[row] < len(seqs[int(b[row])]) and len(seqs[int(b[row])]) > 1]
-    torch.testing.assert_close(streamed[real], encoded[real], atol=1e-5, rtol=1e-5)
-    empty = [row for row in range(len(b)) if len(seqs[int(b[row])]) == 1 and t[row] == 0]
-    assert torch.isnan(streamed[empty]).all()  # nothing left to encode
+    real = real_deletions(seqs, b, t)
+    torch.testing.assert_close(streamed.flatten(0, 1)[real], encoded[real], atol=1e-5, rtol=1e-5)
 
 
 def test_loo_floor_counts_the_rows_the_deletions_compute():
@@ -273,7 +286,7 @@ def test_local_deletions_equal_reencoding(encoder, hidden_mode, radius, attentio
     sequence (any slice of deleted positions, windows recomputed a few rows at a time)."""
     kernels = {"cnn_kernels": (1, 3, 5, 7)} if encoder == "cnn" else {}
     model = tiny_model(encoder, attention, 2, 3, randomise=True, embedding_dim=16, hidden_mode=hidden_mode, **kernels)
-    seqs, batch = small_batch(6, lengths=(9, 4, 12, 2, 30))
+    seqs, batch = small_batch(6, lengths=(9, 4, 12, 2, 30, 3))
     assert deletions_module.local_radius(model, batch) == radius and not deletions_module.supports(model, batch)
     width = batch.tokens.shape[1]
     for first, last in ((0, width), (2, 5)):
@@ -282,5 +295,11 @@ def test_local_deletions_equal_reencoding(encoder, hidden_mode, radius, attentio
             closed = deletions_module.local_deletion_logits(model, batch, first, last, max_elements=3000)
             encoded = model(deleted).logits
         closed = closed.flatten(0, 1)
-        real = [row for row in range(len(b)) if t[row] < len(seqs[int(b[row])]) and len(seqs[int(b[row])]) > 1]
+        real = [row for row in real_deletions(seqs, b, t) if len(seqs[int(b[row])]) != 3 or t[row] != 1]
         torch.testing.assert_close(closed[real], encoded[real], atol=1e-5, rtol=1e-5)
+    deleted, b, t = deletions(batch)
+    with torch.no_grad():  # the deletion that leaves markers only: re-encoded, the attention on the markers
+        closed = loo_deletion_outputs(model, batch, max_tokens=None)[1].flatten(0, 1)
+        encoded = model(deleted).logits
+    real = real_deletions(seqs, b, t)
+    torch.testing.assert_close(closed[real], encoded[real], atol=1e-5, rtol=1e-5)

@@ -20,8 +20,7 @@ def make(encoder, attention, seed=0, **fields):
         randomise=False,
         vocab_size=30,
         cnn_kernels=(1, 3, 5, 7),
-        marker_ids=(),
-        **{**sizes, **fields},
+        **{**sizes, "marker_ids": (), **fields},
     )
 
 
@@ -37,6 +36,25 @@ def test_attention_is_masked_and_normalised(encoder, attention):
     assert torch.all(out.attention[~batch.mask] == 0)
     torch.testing.assert_close(out.attention.sum(-1), torch.ones(4))
     assert out.hidden.shape[:2] == batch.tokens.shape and out.embedded.shape[:2] == batch.tokens.shape
+
+
+@pytest.mark.parametrize("attend_to_markers", [False, True])
+@pytest.mark.parametrize("attention", ["additive", "dot"])
+def test_learned_attention_leaves_out_the_sentence_markers(attention, attend_to_markers):
+    """J&W's code masks <s>, </s> out of the attention softmax: α is 0 on them and sums to 1 over the other real
+    tokens, unless the model attends to markers; an instance of markers only keeps them (something to attend to)."""
+    model = make("lstm", attention, marker_ids=(1, 2), attend_to_markers=attend_to_markers)
+    rng = np.random.default_rng(3)
+    seqs = [np.array([1, *rng.integers(3, 30, size=n), 2]) for n in (6, 1, 3)] + [np.array([1, 2])]
+    batch = collate(seqs)
+    alpha = model(batch).attention
+    on_markers = alpha[:3].gather(1, torch.tensor([[0, len(s) - 1] for s in seqs[:3]]))
+    assert (on_markers > 0).all() if attend_to_markers else (on_markers == 0).all()
+    torch.testing.assert_close(alpha.sum(-1), torch.ones(4))
+    assert (alpha[3, :2] > 0).all()
+    without = make("lstm", attention, marker_ids=(1, 2), attend_to_markers=not attend_to_markers)
+    without.load_state_dict(model.state_dict())  # the same weights: only the support differs
+    assert not torch.allclose(without(batch).attention[:3], alpha[:3])
 
 
 @pytest.mark.parametrize("encoder,attention", VARIANTS)
@@ -112,3 +130,16 @@ def test_save_and_load_round_trip(tmp_path):
     model, batch = make("cnn", "dot"), collate(sequences())
     save_model(tmp_path / "model.pt", model)
     torch.testing.assert_close(load_model(tmp_path / "model.pt")(batch).logits, model(batch).logits)
+
+
+def test_a_model_saved_before_attend_to_markers_existed_still_attends_to_them(tmp_path):
+    """Models trained before the field existed attended to <s>, </s>: loading one keeps that support."""
+    model = make("lstm", "additive", marker_ids=(1, 2), attend_to_markers=True)
+    save_model(tmp_path / "model.pt", model)
+    payload = torch.load(tmp_path / "model.pt", weights_only=False)
+    del payload["config"]["attend_to_markers"]
+    torch.save(payload, tmp_path / "old.pt")
+    batch = collate([np.array([1, 5, 6, 7, 2])])
+    loaded = load_model(tmp_path / "old.pt")
+    assert loaded.cfg.attend_to_markers
+    torch.testing.assert_close(loaded(batch).attention, model(batch).attention)

@@ -21,10 +21,11 @@ from attnaudit.cli import main
 from attnaudit.data import SPECIALS, collate
 from attnaudit.jain_wallace import reference
 from attnaudit.masks import marker_ids
+from attnaudit.models import uniform_over
 from attnaudit.plotting import plain_text
 from attnaudit.tutek_snajder import paper
 from attnaudit.tutek_snajder.figures import choose_instances, write_figures
-from attnaudit.tutek_snajder.fragility import fragility_logits, run_fragility, uniform_attention
+from attnaudit.tutek_snajder.fragility import fragility_logits, run_fragility
 from attnaudit.tutek_snajder.mutual_information import (
     gather,
     keep_mask,
@@ -70,7 +71,7 @@ def test_uniform_is_exactly_uniform_over_non_marker_tokens():
     batch = collate(seqs)
     from attnaudit.masks import content_mask
 
-    alpha = uniform_attention(content_mask(batch, (2, 3)))
+    alpha = uniform_over(content_mask(batch, (2, 3)))
     assert torch.equal(alpha[0], torch.tensor([0, 1 / 3, 1 / 3, 1 / 3, 0]))
     assert torch.equal(alpha[1], torch.tensor([0, 1, 0, 0, 0.0]))
     assert torch.equal(alpha[2], torch.tensor([0.5, 0.5, 0, 0, 0]))  # only markers: uniform over its real tokens

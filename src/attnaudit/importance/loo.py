@@ -35,18 +35,38 @@ def deletions(batch: Batch, first: int = 0, last: int | None = None) -> tuple[Ba
     position-major order (row n = instance ``b[n]`` without its token ``t[n]``, N = (last − first)·B). Rows with
     t beyond an instance's length delete nothing real (they are ignored); a one-token instance's deletion is a
     placeholder row (scored NaN)."""
-    tokens, mask = batch.tokens, batch.mask
-    n_batch, width = tokens.shape
+    n_batch, width = batch.tokens.shape
     last = width if last is None else last
-    t = torch.arange(first, last, device=tokens.device).repeat_interleave(n_batch)
-    b = torch.arange(n_batch, device=tokens.device).repeat(last - first)
-    j = torch.arange(width - 1, device=tokens.device)
+    t = torch.arange(first, last, device=batch.tokens.device).repeat_interleave(n_batch)
+    b = torch.arange(n_batch, device=batch.tokens.device).repeat(last - first)
+    return deleted_at(batch, b, t), b, t
+
+
+def deleted_at(batch: Batch, b: torch.Tensor, t: torch.Tensor) -> Batch:
+    """Instance ``b[n]`` without its token ``t[n]``, for every n: ``[N, T−1]`` (see :func:`deletions`)."""
+    width = batch.tokens.shape[1]
+    j = torch.arange(width - 1, device=batch.tokens.device)
     source = j[None, :] + (j[None, :] >= t[:, None]).long()  # skip position t
-    remaining = (mask.sum(dim=1)[b] - 1).clamp_min(0)
+    remaining = (batch.lengths[b] - 1).clamp_min(0)
     deleted_mask = j[None, :] < remaining[:, None]
     if width > 1:
         deleted_mask[remaining == 0, 0] = True  # placeholder (a pad token): nothing is left to encode
-    return batch.with_positions(b, source, deleted_mask), b, t
+    return batch.with_positions(b, source, deleted_mask)
+
+
+def reencode_emptied(model, batch: Batch, deleted: torch.Tensor) -> torch.Tensor:
+    """``deleted`` ``[T, B, C]`` with the deletions that leave an instance nothing but its sentence markers
+    re-encoded: the attention then falls back to the markers (:func:`attnaudit.masks.content_positions`), which the
+    closed forms, accumulating the non-marker positions only, leave empty (NaN)."""
+    support = model.attention.support(batch)
+    emptied = (batch.mask & ~support).any(dim=1) & (support.sum(dim=1) == 1) & (batch.lengths > 1)
+    if not emptied.any():
+        return deleted
+    b = emptied.nonzero()[:, 0]
+    t = support[b].int().argmax(dim=1)
+    deleted = deleted.clone()
+    deleted[t, b] = model(deleted_at(batch, b, t)).logits.to(deleted.dtype)
+    return deleted
 
 
 def deletion_outputs(
@@ -62,10 +82,11 @@ def deletion_outputs(
     device type)."""
     n_batch, width = batch.tokens.shape
     if deletions_module.supports(model, batch):  # the original logits come from the states it computes anyway
-        return deletions_module.deletion_outputs(model, batch, tolerance)
+        original, deleted = deletions_module.deletion_outputs(model, batch, tolerance)
+        return original, reencode_emptied(model, batch, deleted)
     original = model(batch).logits
     if deletions_module.local_radius(model, batch) is not None:
-        return original, deletions_module.local_deletion_logits(model, batch, 0, width)
+        return original, reencode_emptied(model, batch, deletions_module.local_deletion_logits(model, batch, 0, width))
     per_slice = max(1, token_budget(max_tokens, batch.tokens.device) // (n_batch * (width - 1)))
     pieces = []
     for first in range(0, width, per_slice):

@@ -8,7 +8,7 @@ from dataclasses import asdict
 import torch
 
 from attnaudit import AttnauditError
-from attnaudit.models.attention import masked_softmax, uniform_attention
+from attnaudit.models.attention import masked_softmax, uniform_over
 from attnaudit.models.batch import Batch, ModelOutput
 from attnaudit.models.classifier import AttentionClassifier
 from attnaudit.models.config import ATTENTIONS, ENCODERS, HIDDEN_MODES, ModelConfig
@@ -28,7 +28,7 @@ __all__ = [
     "masked_softmax",
     "pick_device",
     "save_model",
-    "uniform_attention",
+    "uniform_over",
 ]
 
 
@@ -49,6 +49,7 @@ def load_model(path, device: torch.device | str = "cpu") -> AttentionClassifier:
     from attnaudit.io import load_torch
 
     payload = load_torch(path, map_location=device)
+    payload["config"].setdefault("attend_to_markers", True)  # saved before the field existed: trained so
     if payload["config"].get("kind") == "qa":  # QA/NLI (J&W §3): attnaudit.models.qa
         from attnaudit.models.qa import QAConfig, QAModel
 

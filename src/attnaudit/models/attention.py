@@ -1,7 +1,9 @@
 """Attention modules: hidden states (and a query) → a distribution α over the real positions of each instance.
 
 Every module returns α itself ``[B, T]`` (0 on padding, rows sum to 1), so learned, frozen and guided attention
-look the same to the classifier and to every audit."""
+look the same to the classifier and to every audit. Learned and uniform attention weigh the real tokens without
+the sentence markers <s>, </s>, as J&W's code masks them out of the softmax (their ``BatchHolder`` mask) and W&P's
+inherits it; a model with ``attend_to_markers`` weighs them too. Guided attention is the guide as given."""
 
 from __future__ import annotations
 
@@ -20,11 +22,24 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return torch.softmax(scores, dim=-1).masked_fill(~mask, 0.0)
 
 
-class AdditiveAttention(nn.Module):
+class AttentionSupport(nn.Module):
+    """What learned and uniform attention share: the positions α may weigh."""
+
+    def __init__(self, markers: tuple[int, ...], attend_to_markers: bool):
+        super().__init__()
+        self.markers = () if attend_to_markers else tuple(markers)
+
+    def support(self, batch: Batch) -> torch.Tensor:
+        """``[B, T]``: the real tokens without the excluded markers (all real tokens of an instance that has
+        nothing else, :func:`attnaudit.masks.content_positions`)."""
+        return content_positions(batch.tokens, batch.mask, self.markers)
+
+
+class AdditiveAttention(AttentionSupport):
     """φ(h, Q) = vᵀ tanh(W₁h + W₂Q) (Bahdanau; J&W §2); W₁ maps m → m/2 as in J&W's code."""
 
-    def __init__(self, dim: int):
-        super().__init__()
+    def __init__(self, dim: int, markers: tuple[int, ...] = (), attend_to_markers: bool = False):
+        super().__init__(markers, attend_to_markers)
         self.w_hidden = nn.Linear(dim, dim // 2)
         self.w_query = nn.Linear(dim, dim // 2, bias=False)
         self.v = nn.Linear(dim // 2, 1, bias=False)
@@ -37,15 +52,15 @@ class AdditiveAttention(nn.Module):
         return self.v(torch.tanh(z)).squeeze(-1)
 
     def forward(self, hidden: torch.Tensor, query: torch.Tensor | None, batch: Batch) -> torch.Tensor:
-        return masked_softmax(self.scores(hidden, query), batch.mask)
+        return masked_softmax(self.scores(hidden, query), self.support(batch))
 
 
-class DotAttention(nn.Module):
+class DotAttention(AttentionSupport):
     """Scaled dot product φ(h, Q) = hQ/√m (J&W §2); single-sequence models use a learned query ~ N(0, 1)
     (T&Š App. C: PyTorch's default initialisation makes dot attention collapse to uniform)."""
 
-    def __init__(self, dim: int):
-        super().__init__()
+    def __init__(self, dim: int, markers: tuple[int, ...] = (), attend_to_markers: bool = False):
+        super().__init__(markers, attend_to_markers)
         self.learned_query = nn.Parameter(torch.randn(dim))
         self.scale = 1.0 / math.sqrt(dim)
 
@@ -55,30 +70,26 @@ class DotAttention(nn.Module):
         return torch.einsum("btm,bm->bt", hidden, q) * self.scale
 
     def forward(self, hidden: torch.Tensor, query: torch.Tensor | None, batch: Batch) -> torch.Tensor:
-        return masked_softmax(self.scores(hidden, query), batch.mask)
+        return masked_softmax(self.scores(hidden, query), self.support(batch))
 
 
-def uniform_attention(mask: torch.Tensor, tokens: torch.Tensor, markers: tuple[int, ...]) -> torch.Tensor:
-    """1/n on the n real non-marker tokens (all real tokens if an instance has nothing else), 0 elsewhere."""
-    support = content_positions(tokens, mask, markers).float()
-    return support / support.sum(dim=1, keepdim=True).clamp_min(1.0)
+def uniform_over(support: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """``[B, T]``: 1/n on the n ``support`` positions of each row, 0 elsewhere."""
+    weights = support.to(dtype)
+    return weights / weights.sum(dim=1, keepdim=True).clamp_min(1.0)
 
 
-class UniformAttention(nn.Module):
+class UniformAttention(AttentionSupport):
     """Attention frozen to uniform weights over the real non-marker tokens, no parameters (W&P §3.2: α_t = 1/(L−2)
     with <s>, </s> at 0, as their ``FrozenAttnDecoder``)."""
 
-    def __init__(self, markers: tuple[int, ...]):
-        super().__init__()
-        self.markers = tuple(markers)
-
     def forward(self, hidden: torch.Tensor, query: torch.Tensor | None, batch: Batch) -> torch.Tensor:
-        return uniform_attention(batch.mask, batch.tokens, self.markers).to(hidden.dtype)
+        return uniform_over(self.support(batch), hidden.dtype)
 
 
 class GuidedAttention(nn.Module):
     """A fixed per-instance distribution given with the batch (``batch.guide``), in training and testing: W&P §3.4
-    guide a diagnostic MLP with another model's attention. No parameters."""
+    guide a diagnostic MLP with another model's attention, as that model weighed the tokens. No parameters."""
 
     def forward(self, hidden: torch.Tensor, query: torch.Tensor | None, batch: Batch) -> torch.Tensor:
         if batch.guide is None:
@@ -89,11 +100,11 @@ class GuidedAttention(nn.Module):
         return guide / guide.sum(dim=1, keepdim=True).clamp_min(torch.finfo(hidden.dtype).tiny)
 
 
-def build_attention(kind: str, dim: int, markers: tuple[int, ...]) -> nn.Module:
+def build_attention(kind: str, dim: int, markers: tuple[int, ...], attend_to_markers: bool) -> nn.Module:
     if kind == "additive":
-        return AdditiveAttention(dim)
+        return AdditiveAttention(dim, markers, attend_to_markers)
     if kind == "dot":
-        return DotAttention(dim)
+        return DotAttention(dim, markers, attend_to_markers)
     if kind == "uniform":
-        return UniformAttention(markers)
+        return UniformAttention(markers, attend_to_markers)
     return GuidedAttention()

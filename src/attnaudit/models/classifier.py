@@ -47,7 +47,7 @@ class AttentionClassifier(nn.Module):
                 self.embedding.weight[cfg.pad_index].zero_()
         self.encoder = build_encoder(cfg)
         self.hidden_dim = cfg.hidden_dim
-        self.attention = build_attention(cfg.attention, self.hidden_dim, cfg.marker_ids)
+        self.attention = build_attention(cfg.attention, self.hidden_dim, cfg.marker_ids, cfg.attend_to_markers)
         self.dropout = nn.Dropout(cfg.dropout)
         self.decoder = nn.Linear(self.hidden_dim, cfg.num_classes)
 

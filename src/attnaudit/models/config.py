@@ -27,7 +27,8 @@ class ModelConfig:
     average_hidden: int = 256  # J&W A.3
     mlp_hidden: int = 128  # W&P §3.4 diagnostic MLP: one token-level affine layer with tanh
     hidden_mode: str = "plain"  # T&Š §3.1: concat h = [rnn(e); e], residual h = e + rnn(e)
-    marker_ids: tuple[int, ...] = ()  # <s>, </s>: uniform attention spreads over the other real tokens
+    marker_ids: tuple[int, ...] = ()  # <s>, </s>: vocabulary ids of the sentence markers
+    attend_to_markers: bool = False  # False: α is 0 on <s>, </s> (J&W's and W&P's code mask them out of the softmax)
     pad_index: int = 0
     dropout: float = 0.0
 
@@ -78,5 +79,6 @@ def config_fields(spec: dict, vocab: dict[str, int], num_classes: int, embedding
         "average_hidden": spec["average_hidden"],
         "mlp_hidden": spec["mlp_hidden"],
         "marker_ids": marker_ids(vocab),
+        "attend_to_markers": spec["attend_to_markers"],
         "dropout": spec["dropout"],
     }

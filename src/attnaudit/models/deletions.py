@@ -205,11 +205,22 @@ FADE_CHECK_EVERY = 8  # steps between the checks whether deletions have faded (a
 
 
 def resume_deletions(
-    gates, hidden, cells, w_hh, active: list[int], readout: Readout, direction: str, known, suffix, tolerance: float
+    gates,
+    hidden,
+    cells,
+    w_hh,
+    active: list[int],
+    readout: Readout,
+    direction: str,
+    known,
+    excluded,
+    suffix,
+    tolerance: float,
 ) -> tuple[SoftmaxAccumulator, int]:
     """One direction's part of every deletion, in its reading order (``[T, B, ·]`` original gates, states and
-    known readout; instances sorted by decreasing length): row u is the deletion of the u-th token read, which
-    resumes from the state after token u − 1 and, at step s ≥ u, reads token s + 1 and completes that position.
+    known readout, ``[T, B]`` positions outside the attention's support; instances sorted by decreasing length):
+    row u is the deletion of the u-th token read, which resumes from the state after token u − 1 and, at step
+    s ≥ u, reads token s + 1 and completes that position.
     At step s only the ``active[s]`` instances longer than s + 1 have a token to read, a leading block of the
     batch, so no padded row is computed. Returns the rows' online softmax ``[T, B]`` and the number of (row ×
     instance × step) states computed."""
@@ -230,7 +241,7 @@ def resume_deletions(
         pre = (h[rows].reshape(-1, size) @ w_hh).view(step + 1 - done, n_active, -1).add_(gates[step + 1, :n_active])
         lstm_step(pre, c[rows], out=(h[rows], c[rows]))
         values = h[rows] @ readout.new[direction] + known[step + 1, :n_active]  # [rows, B', k + C]
-        score = readout.score(values[..., : readout.width])
+        score = readout.score(values[..., : readout.width]).masked_fill_(excluded[step + 1, :n_active], float("-inf"))
         acc.add((rows, slice(0, n_active)), score, torch.ones_like(score), values[..., readout.classes])
         row_steps += (step + 1 - done) * n_active
         n_next = active[step + 1]
@@ -272,10 +283,12 @@ def deletion_outputs(
             torch.cat([hidden["forward"], hidden["backward"]], -1).transpose(0, 1), embedded, mask
         )
         as_is = model.decode(states, model.attend(states, batch, query), query)  # the undeleted instances
+        support = model.attention.support(batch)
+        excluded = (mask & ~support).t()  # the markers α is 0 on (a deletion leaves an instance its content)
         suffix = {direction: None for direction in read}
         if tolerance > 0:  # the original sequence's readout per position, aggregated from each reading's end
             values = hidden["forward"] @ readout.new["forward"] + readout.known["forward"]  # [T, B, k + C]
-            scores = readout.score(values[..., : readout.width]).masked_fill(~mask.t(), float("-inf"))
+            scores = readout.score(values[..., : readout.width]).masked_fill(~support.t(), float("-inf"))
             for direction in read:
                 suffix[direction] = running_aggregates(
                     in_order[direction](scores),
@@ -290,7 +303,17 @@ def deletion_outputs(
             w_hh = sigmoid_gates_first(encoder.weights(0, direction == "backward")[1]).t()
             known = in_order[direction](readout.known[direction])
             accumulated[direction], computed = resume_deletions(
-                gates, h, c, w_hh, active, readout, direction, known, suffix[direction], tolerance
+                gates,
+                h,
+                c,
+                w_hh,
+                active,
+                readout,
+                direction,
+                known,
+                in_order[direction](excluded),
+                suffix[direction],
+                tolerance,
             )
             row_steps += computed
         # deleting token t is the forward reading's row t and the backward reading's row L − 1 − t
@@ -332,7 +355,10 @@ def local_deletion_logits(model, batch: Batch, first: int, last: int, max_elemen
         query = model.encode_query(batch)
         attention_query = model.attention_query(query)
         linear, bias, finish = model.linear_readout(query)
-        scores = model.attention.scores(hidden, attention_query).masked_fill(~mask, float("-inf")).t()  # [T, B]
+        support = model.attention.support(batch)
+        scores = model.attention.scores(hidden, attention_query).masked_fill(~support, float("-inf")).t()  # [T, B]
+        markers = torch.as_tensor(model.attention.markers, dtype=batch.tokens.dtype, device=mask.device)
+        excludes_markers = (mask & ~support).any(dim=1)  # [B]: its markers are outside the support
         logits = (hidden @ linear.t() + bias).transpose(0, 1)  # [T, B, D]
         before = running_aggregates(scores, logits, reverse=False)
         after = running_aggregates(scores, logits, reverse=True)
@@ -358,7 +384,9 @@ def local_deletion_logits(model, batch: Batch, first: int, last: int, max_elemen
                 window_logits = (states @ linear.t() + bias).view(len(here), n_batch, 2 * radius, -1)
                 position = here[:, None] - radius + span[None, : 2 * radius]  # deleted positions j [n, 2r]
                 real = (position[:, None, :] >= 0) & (position[:, None, :] < lengths[None, :, None] - 1)
-                window_scores = window_scores.masked_fill(~real, float("-inf"))
+                marker = torch.isin(tokens.view(len(here), n_batch, 4 * radius)[..., radius : 3 * radius], markers)
+                outside = ~real | (marker & excludes_markers[None, :, None])
+                window_scores = window_scores.masked_fill(outside, float("-inf"))
                 ones = torch.ones_like(window_scores[..., 0])
                 for i in range(2 * radius):
                     acc.add(rows, window_scores[..., i], ones, window_logits[:, :, i])

@@ -73,6 +73,7 @@ DEFAULTS = {
     "eval_batch_size": 256,
     "patience": None,  # epochs without a better dev score before stopping (selection: best); None: all epochs
     "freeze_embeddings": False,
+    "attend_to_markers": False,  # attention over <s>, </s> too (J&W's and W&P's code mask them out of the softmax)
     "max_batch_tokens": 16384,  # padded tokens per batch at most: a long document cannot blow up memory
 }
 #: fields a model-sheet entry may add to :data:`DEFAULTS`: its name, teachers, its objective's weights, QA's decoder

@@ -28,18 +28,12 @@ from attnaudit.io import write_json
 from attnaudit.jain_wallace.common import batch_seeds
 from attnaudit.jain_wallace.permutation import permute
 from attnaudit.masks import content_mask, marker_ids
-from attnaudit.models import Batch
+from attnaudit.models import Batch, uniform_over
 
 log = logging.getLogger(__name__)
 
 POSITIVE_CLASS = 1
 UNITS = "F1 in [0, 1]; delta = modified − trained in F1 points (×100), as T&Š Table 1"
-
-
-def uniform_attention(support: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """``[B, T]`` uniform distributions over the ``support`` positions of each row."""
-    weights = support.to(dtype)
-    return weights / weights.sum(dim=1, keepdim=True)
 
 
 @torch.no_grad()
@@ -50,7 +44,7 @@ def fragility_logits(
     permuted distributions (1..P) ``[B, 1 + P, C]``: one encoder pass, one decoder call."""
     out = model(batch)
     support = content_mask(batch, markers)
-    uniform = uniform_attention(support, out.attention.dtype)
+    uniform = uniform_over(support, out.attention.dtype)
     permuted = permute(out.attention, support, seeds, n_permutations)
     alphas = torch.cat([uniform[:, None, :], permuted], dim=1)  # [B, 1 + P, T]
     return out.logits, model.decode(out.hidden, alphas, out.query)
