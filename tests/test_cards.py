@@ -160,15 +160,21 @@ def test_wiegreffe_pinter_and_tutek_snajder_summaries(tmp_path):
     assert {c["key"]: c["passed"] for c in s["checks"]}["wp_uniform"] is False
 
     fragility = tmp_path / "fragility.json"
-    fragility.write_text(json.dumps({"delta": {"permutation_macro_f1_mean": -0.4, "uniform_macro_f1": -0.1}}))
+    deltas = {"permutation_macro_f1_mean": -0.4, "uniform_macro_f1": -0.1}
+    deltas |= {"permutation_positive_f1_mean": -1.3, "uniform_positive_f1": -0.2}
+    fragility.write_text(json.dumps({"trained": {"macro_f1": 0.8, "positive_f1": 0.81}, "delta": deltas}))
     tokens = tmp_path / "tokens.parquet"
     pd.DataFrame(
         {"correct": [True, True, False], "mean_token_prob": [0.6, 0.8, 0.1], "prediction_prob": [0.9, 0.9, 0.5]}
     ).to_parquet(tokens)
     inputs = {"fragility": str(fragility), "token_probability": str(tokens)}
     s = run_summary("tutek_snajder", inputs, "d", "m", _options(fragility_points=1.0), str(tmp_path / "ts.json"))
-    assert [c["passed"] for c in s["checks"]] == [False]  # −0.4 points: attention barely matters
+    assert [c["passed"] for c in s["checks"]] == [True]  # T&Š Table 1's F1, the positive class: −1.3 points
+    assert "positive F1" in {x["key"]: x["label"] for x in s["numbers"]}["pm_delta_f1"]
     assert {x["key"]: x["value"] for x in s["numbers"]}["token_probability"] == pytest.approx(0.7)
+    fragility.write_text(json.dumps({"trained": {"macro_f1": 0.8, "positive_f1": None}, "delta": deltas}))
+    s = run_summary("tutek_snajder", inputs, "d", "m", _options(fragility_points=1.0), str(tmp_path / "ts.json"))
+    assert [c["passed"] for c in s["checks"]] == [False]  # three classes, macro-F1: −0.4 points, barely matters
 
 
 # -- cards: missing audits, escaping ------------------------------------------------------------------------------

@@ -1,11 +1,12 @@
 """Tutek & Šnajder (2020) part of a model's audit card: fragility of the predictions to uniform and permuted
-attention (§4.1, Table 1), mutual information between e_t and h_t (§3.4, Table 2) and the average per-token
-prediction probability (§5, Eq. 9, Table 3)."""
+attention (§4.1, Table 1, in the table's F1: positive class, macro without one), mutual information between e_t
+and h_t (§3.4, Table 2) and the average per-token prediction probability (§5, Eq. 9, Table 3)."""
 
 from __future__ import annotations
 
 from attnaudit.cards.summary import check, existing, make_summary, number
 from attnaudit.io import read_json, read_parquet
+from attnaudit.tutek_snajder.runs import reported_f1
 
 TITLE = "Tutek & Šnajder (2020): fragility, mutual information, per-token probability"
 
@@ -15,16 +16,17 @@ def summary(inputs: dict, *, dataset: str, model: str, options: dict) -> dict:
     ``mutual_information`` (JSON; additive non-concat models only)."""
     numbers, checks, missing, n = [], [], [], None
     if path := existing(inputs, "fragility"):
-        delta = read_json(path)["delta"]
-        pm, un = delta["permutation_macro_f1_mean"], delta["uniform_macro_f1"]
+        result = read_json(path)
+        f1 = reported_f1(result)
+        pm, un = result["delta"][f"permutation_{f1}_f1_mean"], result["delta"][f"uniform_{f1}_f1"]
         numbers += [
-            number("pm_delta_f1", "Pm. ΔF1 (macro, points)", pm, citation="T&Š §4.1, Table 1", headline=True),
-            number("un_delta_f1", "Un. ΔF1 (macro, points)", un, citation="T&Š §4.1, Table 1"),
+            number("pm_delta_f1", f"Pm. ΔF1 ({f1} F1, points)", pm, citation="T&Š §4.1, Table 1", headline=True),
+            number("un_delta_f1", f"Un. ΔF1 ({f1} F1, points)", un, citation="T&Š §4.1, Table 1"),
         ]
         checks.append(
             check(
                 "ts_fragility",
-                f"permuting attention changes macro-F1 by {pm:+.1f} points (uniform: {un:+.1f})",
+                f"permuting attention changes {f1} F1 by {pm:+.1f} points (uniform: {un:+.1f})",
                 f"pass if the permuted ΔF1 is at most −{options['fragility_points']:g} points (attention matters)",
                 pm <= -options["fragility_points"],
                 "T&Š §4.1",

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from attnaudit.io import read_parquet, write_text
-from attnaudit.tutek_snajder.runs import load_json, parse_runs
+from attnaudit.tutek_snajder.runs import load_json, parse_runs, reported_f1
 from attnaudit.tutek_snajder.tables import _fmt, _sorted
 
 log = logging.getLogger(__name__)
@@ -27,7 +27,7 @@ MEASURES = {
     "tau_attention_loo": "mean τ(attention, LOO)",
     "eps_max_jsd": "mean ε-max JSD",
     "attention_aopc_rank": "attention's AOPC-comprehensiveness rank",
-    "pm_delta_f1": "Pm. ΔF1 (macro, points)",
+    "pm_delta_f1": "Pm. ΔF1 (points; F1 of Table 1)",
     "mi_mf": "MI, MF words (nats)",
     "token_prob": "per-token probability (correct)",
 }
@@ -75,7 +75,8 @@ def run_measures(run: dict) -> dict:
         row["attention_aopc_rank"] = float(found["rank"].iloc[0]) if len(found) else np.nan
         row["attention_aopc"] = float(found["aopc"].iloc[0]) if len(found) else np.nan
     fragility = load_json(run["fragility"])
-    row["pm_delta_f1"] = fragility["delta"]["permutation_macro_f1_mean"] if fragility else np.nan
+    f1 = reported_f1(fragility) if fragility else None
+    row["pm_delta_f1"] = fragility["delta"][f"permutation_{f1}_f1_mean"] if fragility else np.nan
     mi = load_json(run["mutual_information"])
     row["mi_mf"] = (mi["samples"].get("MF", {}).get("mi") if mi else None) or np.nan
     tokens = _parquet(run["token_probability"], ["correct", "mean_token_prob"])

@@ -5,7 +5,8 @@
   only their best δ (tying) and η (MLM) per dataset, so each of our tying or MLM variants stands beside that one
   figure, and its comparison with base is made variant by variant.
 - ``table2_mutual_information``: MI (nats) of MF and RS words per regulariser, with k used and the ln k bound;
-  concat is marked excluded, as in the paper (§4.2, Table 2).
+  concat is marked excluded, as in the paper (§4.2, Table 2). Its CSV's ``k_used``, ``n_words`` and ``n_points``
+  are the smaller of the MF and RS samples' (and of the seeds'): the tightest ln k bound and the smallest sample.
 - ``table3_token_probability``: mean per-token probability of the predicted class over correctly predicted
   instances (§5, Eq. 9, Table 3).
 - ``table6_layers``: fragility by number of LSTM layers for base / tying / MLM / concat (App. B, Table 6).
@@ -24,7 +25,7 @@ import pandas as pd
 from attnaudit.io import read_parquet, write_text
 from attnaudit.tutek_snajder import paper
 from attnaudit.tutek_snajder.options import resolve
-from attnaudit.tutek_snajder.runs import load_json, parse_runs, sort_key
+from attnaudit.tutek_snajder.runs import load_json, parse_runs, reported_f1, sort_key
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +101,7 @@ def fragility_frame(runs: list[dict], f1: str = "positive") -> pd.DataFrame:
             row[f"tr_{short}"] = 100 * _num(result["trained"][metric])
             row[f"un_{short}"] = _num(d[f"uniform_{metric}"])
             row[f"pm_{short}"] = _num(d[f"permutation_{metric}_mean"])
-        used = "macro" if f1 == "positive" and result["trained"]["positive_f1"] is None else f1
+        used = reported_f1(result) if f1 == "positive" else f1
         row.update(tr=row[f"tr_{used}"], un=row[f"un_{used}"], pm=row[f"pm_{used}"], f1=used)
         row.update(n=result["n"], n_permutations=result["n_permutations"])
         rows.append(row)
