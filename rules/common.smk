@@ -23,7 +23,7 @@ from attnaudit.embeddings.vectors import check_pretrained
 from attnaudit.explorer.plan import expand_plan
 from attnaudit.io import sha256_file
 from attnaudit.importance.options import check_options
-from attnaudit.modelsheet import MODEL_WILDCARD, fields_read, final_epoch_sources, sheet
+from attnaudit.modelsheet import EXPLICIT_DEFAULTS, MODEL_WILDCARD, fields_read, final_epoch_sources, sheet
 from attnaudit.tokenise.tokenisation import check_user_dataset
 from attnaudit.wiegreffe_pinter.options import resolve as resolve_wp_options
 
@@ -278,6 +278,7 @@ def train_spec(dataset, model):
     defaults = corpus_spec(corpus_of(dataset)).defaults
     spec = {
         "class_weighting": defaults.get("class_weighting", False),
+        **EXPLICIT_DEFAULTS,
         **config.get("train", {}),
         **config.get("train_per_encoder", {}).get(encoder, {}),
         **DATASETS[dataset].get("train", {}),

@@ -276,6 +276,18 @@ def test_a_training_field_is_a_parameter_of_the_models_that_read_it(tmp_path):
     assert not any("decoder_hidden" in c for c in train)  # the QA decoder's width: no classifier reads it
 
 
+def test_every_train_job_names_its_attention_support(tmp_path):
+    """``attend_to_markers`` is a parameter of every train job even where the config leaves it out, so a study
+    trained when attention weighed <s>, </s> retrains; a variant can turn it on."""
+    cfg = _sheet({"lstm-markers": {"attend_to_markers": True}})
+    train = shell_commands(tmp_path, cfg, "train")
+    markers = [c for c in train if "--out-dir results/models/planted/lstm-markers-" in c]
+    others = [c for c in train if c not in markers]
+    assert markers and others, train
+    assert all('"attend_to_markers": true' in c for c in markers)
+    assert all('"attend_to_markers": false' in c for c in others)
+
+
 def test_unknown_corpus_lists_valid_names(tmp_path):
     proc = dry_run(tmp_path, {"datasets": {"mine": {"corpus": "sst2"}}})
     assert proc.returncode != 0

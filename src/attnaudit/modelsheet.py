@@ -30,6 +30,9 @@ OBJECTIVES = ("classify", "imitate")
 GRID_DEFAULTS = {"encoders": ["lstm", "cnn", "average"], "attentions": ["additive", "dot"], "seeds": [0]}
 #: what a variant is unless its fields say otherwise (J&W's BiLSTM with additive attention, classification)
 VARIANT_DEFAULTS = {"encoder": "lstm", "attention": "additive", "regulariser": "base", "objective": "classify"}
+#: training fields every model's job parameters carry even where the config leaves them out, so that a study trained
+#: before such a default existed (or changed) retrains: earlier releases' attention weighed <s>, </s>
+EXPLICIT_DEFAULTS = {"attend_to_markers": False}
 #: fields that choose an epoch of a training run or name its model, not how it trains (if no ``patience`` stops it)
 SELECTION_FIELDS = ("variant", "selection", "selection_metric", "patience")
 #: training fields that only one encoder reads; a QA/NLI model also reads decoder_hidden (lstm_hidden if unset)

@@ -42,7 +42,7 @@ from attnaudit.models import (
 )
 from attnaudit.models.config import config_fields
 from attnaudit.models.qa import build_qa_model
-from attnaudit.modelsheet import SELECTION_FIELDS
+from attnaudit.modelsheet import EXPLICIT_DEFAULTS, SELECTION_FIELDS
 from attnaudit.objectives import TrainingContext, terms_for
 from attnaudit.specials import SPECIALS
 from attnaudit.train.teachers import attach_guides, attach_teacher
@@ -73,7 +73,7 @@ DEFAULTS = {
     "eval_batch_size": 256,
     "patience": None,  # epochs without a better dev score before stopping (selection: best); None: all epochs
     "freeze_embeddings": False,
-    "attend_to_markers": False,  # attention over <s>, </s> too (J&W's and W&P's code mask them out of the softmax)
+    **EXPLICIT_DEFAULTS,  # attend_to_markers: False, α is 0 on <s>, </s> (J&W's and W&P's code mask them)
     "max_batch_tokens": 16384,  # padded tokens per batch at most: a long document cannot blow up memory
 }
 #: fields a model-sheet entry may add to :data:`DEFAULTS`: its name, teachers, its objective's weights, QA's decoder
