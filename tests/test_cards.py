@@ -140,9 +140,9 @@ def test_saliency_summary_ranks_attention(tmp_path):
 
 
 def test_wiegreffe_pinter_and_tutek_snajder_summaries(tmp_path):
-    def metrics(name, f1):
+    def metrics(name, f1):  # positive-class F1 f1 (W&P's measure); the macro-F1 would not tell the models apart
         path = tmp_path / f"{name}.json"
-        path.write_text(json.dumps({"test": {"macro_f1": f1}}))
+        path.write_text(json.dumps({"test": {"macro_f1": 0.8, "per_class_f1": [0.8, f1]}}))
         return str(path)
 
     base = [metrics(f"b{i}", f) for i, f in enumerate((0.80, 0.82, 0.81))]
@@ -158,6 +158,7 @@ def test_wiegreffe_pinter_and_tutek_snajder_summaries(tmp_path):
     inputs["uniform_metrics"] = [metrics("u2", 0.805)]
     s = run_summary("wiegreffe_pinter", inputs, "d", "m", _options(), str(tmp_path / "wp.json"))
     assert {c["key"]: c["passed"] for c in s["checks"]}["wp_uniform"] is False
+    assert "positive-class F1" in {x["key"]: x["label"] for x in s["numbers"]}["uniform_f1"]
 
     fragility = tmp_path / "fragility.json"
     deltas = {"permutation_macro_f1_mean": -0.4, "uniform_macro_f1": -0.1}
