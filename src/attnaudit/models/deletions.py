@@ -15,9 +15,11 @@ forward half of position j, new backward half). Attention scores (additive vᵀt
 the decoder are linear in h up to the score's non-linearity, so the unchanged half's contribution is computed
 once per original position and only the new half is projected; the softmax over positions is accumulated online
 (running maximum) together with the per-token logits W h_j + b, whose attention-weighted mean is the deleted
-sequence's logits (T&Š Eq. 9). Nothing of size T² × hidden is ever stored: memory is O(T × B × (hidden + C)),
-so long documents fit. Written by hand: no library computes deletion leave-one-out; a test compares it with
-re-encoding every shorter sequence.
+sequence's logits (T&Š Eq. 9); positions outside the attention's support (the sentence markers) get no weight,
+as in the model (a deletion that leaves an instance only its markers, whose attention then falls back to them, is
+re-encoded by :func:`attnaudit.importance.loo.reencode_emptied`). Nothing of size T² × hidden is ever stored:
+memory is O(T × B × (hidden + C)), so long documents fit. Written by hand: no library computes deletion
+leave-one-out; a test compares it with re-encoding every shorter sequence.
 
 Encoders with a bounded window need no recursion at all (:func:`local_deletion_logits`): deleting token t from a
 token-wise encoder (J&W's average encoder, W&P's MLP) leaves every other hidden state, attention score and
