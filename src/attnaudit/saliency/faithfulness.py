@@ -8,7 +8,8 @@ method, and k% of them (at least one token, rounded half up, at most all):
 * comprehensiveness_k = p_c(x) − p_c(x without its top-k tokens)   (high = the ranking found what mattered)
 * sufficiency_k       = p_c(x) − p_c(only the top-k tokens, plus the markers)   (low = they suffice)
 * AOPC = the mean over the k bins (DeYoung et al. §4; their formula also averages the empty bin k = 0, whose
-  value is 0, which only scales AOPC by |B|/(|B|+1)).
+  value is 0, which only scales AOPC by |B|/(|B|+1); their released scorer, ``rationale_benchmark/metrics.py``
+  ``_instances_aopc``, averages the given bins only, as here).
 
 Variants: ``deletion`` removes the tokens and re-encodes the shorter sequence (ERASER); ``unk`` and ``pad``
 replace them by ``<unk>`` or the pad (all-zero) embedding and keep the length, the replacement B&F §6 suggest
