@@ -75,8 +75,7 @@ def run_measures(run: dict) -> dict:
         row["attention_aopc_rank"] = float(found["rank"].iloc[0]) if len(found) else np.nan
         row["attention_aopc"] = float(found["aopc"].iloc[0]) if len(found) else np.nan
     fragility = load_json(run["fragility"])
-    f1 = reported_f1(fragility) if fragility else None
-    row["pm_delta_f1"] = fragility["delta"][f"permutation_{f1}_f1_mean"] if fragility else np.nan
+    row["pm_delta_f1"] = fragility["delta"][f"permutation_{reported_f1(fragility)}_f1_mean"] if fragility else np.nan
     mi = load_json(run["mutual_information"])
     row["mi_mf"] = (mi["samples"].get("MF", {}).get("mi") if mi else None) or np.nan
     tokens = _parquet(run["token_probability"], ["correct", "mean_token_prob"])

@@ -11,7 +11,7 @@ from attnaudit.io import read_json, read_parquet
 TITLE = "Wiegreffe & Pinter (2019): uniform attention and seed variance as baselines"
 
 
-def reported_f1(paths: list[str]) -> tuple[str, np.ndarray]:
+def table2_measure(paths: list[str]) -> tuple[str, np.ndarray]:
     """W&P Table 2's measure of each model: positive-class F1 of a binary task (as the W&P table), macro-F1 with
     more classes (no positive class); the name and the values."""
     tests = [read_json(p)["test"] for p in paths]
@@ -26,7 +26,7 @@ def summary(inputs: dict, *, dataset: str, model: str, options: dict) -> dict:
     numbers, checks, missing, n = [], [], [], None
     base, uniform = existing(inputs, "base_metrics"), existing(inputs, "uniform_metrics")
     if base and uniform:
-        (f1, b), (_, u) = reported_f1(base), reported_f1(uniform)  # one dataset: one measure
+        (f1, b), (_, u) = table2_measure(base), table2_measure(uniform)  # one dataset: one measure
         std = float(b.std(ddof=1)) if len(b) > 1 else None
         gap = 100 * (b.mean() - u.mean())
         numbers += [
