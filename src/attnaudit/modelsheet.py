@@ -30,6 +30,9 @@ OBJECTIVES = ("classify", "imitate")
 GRID_DEFAULTS = {"encoders": ["lstm", "cnn", "average"], "attentions": ["additive", "dot"], "seeds": [0]}
 #: what a variant is unless its fields say otherwise (J&W's BiLSTM with additive attention, classification)
 VARIANT_DEFAULTS = {"encoder": "lstm", "attention": "additive", "regulariser": "base", "objective": "classify"}
+#: what a regulariser brings unless the variant's fields say otherwise: T&Š §3.1 tie the MLM decoder to the input
+#: embedding matrix "and keep them frozen during training", so an mlm variant trains with fixed embeddings
+REGULARISER_DEFAULTS = {"mlm": {"freeze_embeddings": True}}
 #: training fields every model's job parameters carry even where the config leaves them out, so that a study trained
 #: before such a default existed (or changed) retrains: earlier releases' attention weighed <s>, </s>
 EXPLICIT_DEFAULTS = {"attend_to_markers": False}
@@ -107,7 +110,8 @@ def sheet(dataset: str, entry: dict) -> dict[str, dict]:
         seeds = fields.get("seeds", [0])
         if not seeds:
             raise AttnauditError(f"{key}.seeds: give at least one seed")
-        spec = {**VARIANT_DEFAULTS, **{k: v for k, v in fields.items() if k != "seeds"}}
+        own = {k: v for k, v in fields.items() if k != "seeds"}
+        spec = {**VARIANT_DEFAULTS, **REGULARISER_DEFAULTS.get(own.get("regulariser"), {}), **own}
         check_fields(key, spec, entry)
         for seed in seeds:
             models[format_model_id(name, seed)] = {**spec, "variant": name, "seed": int(seed)}

@@ -1,8 +1,11 @@
 """Masked language modelling (T&Š §3.1, Eq. 4–5): L = CE + η·L_MLM. Tokens are selected with probability p = 0.15
 among the real non-marker tokens and replaced BERT-style (T&Š footnote 4): 80 % by a mask input, 10 % by a random
 word, 10 % kept; the masked sequence x̂ goes through the shared embedding and encoder, ĥ = rnn(emb(x̂)), and a
-linear decoder whose weights are the embedding matrix, frozen (no gradient reaches the embeddings through it),
-predicts the original token at every selected position.
+linear decoder whose weights are the embedding matrix predicts the original token at every selected position.
+T&Š tie the decoder to the input embeddings "and keep them frozen during training": the model sheet gives an mlm
+variant ``freeze_embeddings: true`` (:data:`attnaudit.modelsheet.REGULARISER_DEFAULTS`). With
+``freeze_embeddings: false`` the classification loss trains the embeddings, and the decoder follows them without
+passing the MLM loss's gradient to them.
 
 Our vocabularies have no ``[MASK]`` token (J&W's preprocessing); the mask input is the all-zero padding embedding,
 which a real position never otherwise receives. Draws come from a generator seeded with the model seed, so
@@ -72,5 +75,5 @@ class MaskedLanguageModel(ObjectiveTerm):
         if not selected.any():
             return out.logits.new_zeros(())
         hidden = model.encode(model.embedding(corrupted), batch.mask)
-        logits = hidden[selected] @ embedding.detach().T  # the frozen, tied decoder
+        logits = hidden[selected] @ embedding.detach().T  # the tied decoder; the MLM loss never moves it
         return self.eta * torch.nn.functional.cross_entropy(logits, batch.tokens[selected])

@@ -2,11 +2,11 @@
 (:mod:`attnaudit.objectives`), J&W Appendix A otherwise.
 
 Adam (lr 1e-3) with weight decay 1e-5 as the ℓ2 penalty on all parameters (fused: one kernel), batch 32,
-length-bucketed batches, optional gradient clipping (T&Š Table 4: 5), optional early stopping (``patience``) and
-frozen embeddings (``freeze_embeddings``, W&P), model selection on dev (by dev macro-F1, the metric we report, by
-default; J&W's code saved on dev ROC-AUC — ``selection_metric: roc_auc`` — and ``selection: last`` keeps the final
-epoch; an ``imitate`` model is selected on its dev objective, as W&P keep the best loss). Each term's mean is
-logged per epoch; a NaN stops training naming the term, epoch and batch.
+length-bucketed batches, optional gradient clipping (T&Š Table 4: 5), optional early stopping (``patience``),
+frozen embeddings (``freeze_embeddings``; T&Š's MLM models), model selection on dev (by dev macro-F1, the metric
+we report, by default; J&W's code saved on dev ROC-AUC — ``selection_metric: roc_auc`` — and ``selection: last``
+keeps the final epoch; an ``imitate`` model is selected on its dev objective, as W&P keep the best loss). Each
+term's mean is logged per epoch; a NaN stops training naming the term, epoch and batch.
 
 One run, two selection rules: a job can also save the run's final epoch (``final_epoch``), and a ``selection:
 last`` model whose fields are otherwise those of a ``selection: best`` model is read off that file
