@@ -216,9 +216,9 @@ def training_epoch_runner(dataset_dir: Path, model_dir: Path, embeddings: Path):
     from attnaudit.masks import marker_ids as markers_of
     from attnaudit.objectives import TrainingContext, terms_for
     from attnaudit.specials import SPECIALS
-    from attnaudit.train.training import DEFAULTS, adam, build_model, epoch_losses
+    from attnaudit.train.training import adam, build_model, epoch_losses, full_spec
 
-    spec = {**DEFAULTS, **read_json(model_dir / "metrics.json")["model"]}
+    spec = full_spec(read_json(model_dir / "metrics.json")["model"])
     examples, vocab = load_examples(dataset_dir)
     train = encode_split(examples, vocab, "train")
     classes = int(examples["label"].max()) + 1

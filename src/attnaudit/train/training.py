@@ -42,7 +42,7 @@ from attnaudit.models import (
 )
 from attnaudit.models.config import config_fields
 from attnaudit.models.qa import build_qa_model
-from attnaudit.modelsheet import EXPLICIT_DEFAULTS, SELECTION_FIELDS
+from attnaudit.modelsheet import EXPLICIT_DEFAULTS, REGULARISER_DEFAULTS, SELECTION_FIELDS
 from attnaudit.objectives import TrainingContext, terms_for
 from attnaudit.specials import SPECIALS
 from attnaudit.train.teachers import attach_guides, attach_teacher
@@ -78,6 +78,12 @@ DEFAULTS = {
 }
 #: fields a model-sheet entry may add to :data:`DEFAULTS`: its name, teachers, its objective's weights, QA's decoder
 SHEET_FIELDS = ("variant", "guide", "teacher", "lambda", "delta", "eta", "mlm_probability", "decoder_hidden")
+
+
+def full_spec(spec: dict) -> dict:
+    """``spec`` with :data:`DEFAULTS` and its regulariser's defaults (T&Š's MLM: frozen embeddings) filled in, as the
+    model sheet fills them, so a hand-written ``train --spec`` trains the model a sheet entry would."""
+    return {**DEFAULTS, **REGULARISER_DEFAULTS.get(spec.get("regulariser"), {}), **spec}
 
 
 def check_spec_keys(spec: dict) -> None:
@@ -223,7 +229,7 @@ def train_model(
 ) -> tuple[AttentionClassifier, dict, pd.DataFrame]:
     """Train one model and evaluate it on every split; with ``final_epoch``, also save the run's final epoch
     there (with its spec and history) for a ``selection: last`` model to be read off."""
-    spec = {**DEFAULTS, **spec}
+    spec = full_spec(spec)
     started = time.time()
     torch.set_num_threads(max(1, threads))
     seed_everything(spec["seed"])
@@ -344,7 +350,7 @@ def read_off_final_epoch(
     """The ``selection: last`` model of a run another job trained and saved (``train_model(final_epoch=…)``):
     its final epoch, evaluated like a trained model. The run's fields must be this model's but for
     :data:`SELECTION_FIELDS`, and the run must have gone through every epoch."""
-    spec = {**DEFAULTS, **spec}
+    spec = full_spec(spec)
     started = time.time()
     torch.set_num_threads(max(1, threads))
     device = pick_device()
@@ -419,7 +425,7 @@ def run(
             final_epoch=final_epoch,
         )
     out = Path(out_dir)
-    save_model(out / "model.pt", model, {"spec": {**DEFAULTS, **spec}})
+    save_model(out / "model.pt", model, {"spec": full_spec(spec)})
     write_parquet(out / "predictions.parquet", predictions)
     write_json(out / "metrics.json", metrics)
     log.info("test: %s", {k: v for k, v in metrics["test"].items() if k != "per_class_f1"})
