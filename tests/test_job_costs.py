@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from attnaudit.job_costs import per_model, summarise
+import pytest
+from pytest import approx
+
+from attnaudit import AttnauditError
+from attnaudit.job_costs import per_model, predict_slots, read_dag, summarise
 
 HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
 
@@ -30,10 +34,6 @@ def test_per_rule_and_per_model_sums(tmp_path):
 
 def test_a_wrong_folder_or_an_unreadable_file_is_named(tmp_path):
     """A typo in the folder used to print 0 jobs; an empty or header-only file a pandas traceback."""
-    import pytest
-
-    from attnaudit import AttnauditError
-
     with pytest.raises(AttnauditError, match="benchmark: not a folder"):
         summarise(tmp_path / "benchmark")
     for broken in ("", HEADER):
@@ -41,3 +41,53 @@ def test_a_wrong_folder_or_an_unreadable_file_is_named(tmp_path):
         (tmp_path / "train" / "x.tsv").write_text(broken)
         with pytest.raises(AttnauditError, match=r"x.tsv: not a Snakemake benchmark file with rows"):
             summarise(tmp_path)
+
+
+SUMMARY_HEADER = "output_file\tdate\trule\tlog-file(s)\tinput-file(s)\tshellcmd\tstatus\tplan\n"
+
+
+def dag_summary(path, jobs):
+    """A ``snakemake --detailed-summary`` table: one row per output of each (rule, log, outputs, inputs)."""
+    rows = [
+        f"{out}\t-\t{rule}\t{log}\t{','.join(inputs)}\tpython -m attnaudit …\tok\tno update\n"
+        for rule, log, outputs, inputs in jobs
+        for out in outputs
+    ]
+    path.write_text(SUMMARY_HEADER + "".join(rows))
+    return path
+
+
+def test_slots_predict_a_schedule_that_starts_the_long_chain_first(tmp_path):
+    """A short job (1 s) in front of a long one (10 s), beside two independent 5 s jobs: on two slots the chain
+    must start at once (11 s, its own length); running the 5 s jobs first would take 16 s."""
+    benchmarks = tmp_path / "benchmarks"
+    jobs = [  # rule, log, outputs, inputs (raw.txt is no job's output: a source file)
+        ("tokenise", "logs/tokenise/a.log", ["t/a", "t/a.json"], ["raw.txt"]),
+        ("train", "logs/train/a/m.log", ["m/a"], ["t/a", "t/a.json"]),
+        ("corpora", "logs/corpora/b.log", ["c/b"], []),
+        ("corpora", "logs/corpora/c.log", ["c/c"], []),
+    ]
+    for (_, log, _, _), seconds in zip(jobs, (1, 10, 5, 5)):
+        bench(benchmarks, log.removeprefix("logs/").removesuffix(".log") + ".tsv", seconds, seconds)
+    summary = dag_summary(tmp_path / "summary.tsv", jobs)
+    dag = read_dag(summary, benchmarks)
+    assert len(dag) == 4 and dag[("train", "logs/train/a/m.log")].benchmark == "train/a/m.tsv"
+    table, path = predict_slots(summary, benchmarks, [1, 2, 4])
+    assert table.loc[1, "predicted_wall_min"] * 60 == approx(sum((1, 10, 5, 5)))
+    assert table.loc[2, "predicted_wall_min"] * 60 == approx(11) == table.loc[2, "critical_path_min"] * 60
+    assert table.loc[4, "predicted_wall_min"] * 60 == approx(11)
+    assert path == ["tokenise: logs/tokenise/a.log", "train: logs/train/a/m.log"]
+
+
+def test_slots_name_a_job_without_a_benchmark_and_a_file_that_is_no_summary(tmp_path):
+    benchmarks = tmp_path / "benchmarks"
+    bench(benchmarks, "corpora/b.tsv", 5, 5)
+    summary = dag_summary(
+        tmp_path / "summary.tsv",
+        [("corpora", "logs/corpora/b.log", ["c/b"], []), ("train", "logs/train/x.log", ["m/x"], ["c/b"])],
+    )
+    with pytest.raises(AttnauditError, match=r"1 of the DAG's 2 jobs have no benchmark file .* logs/train/x.log"):
+        predict_slots(summary, benchmarks, [2])
+    (tmp_path / "not.tsv").write_text("s\th:m:s\n1\t0:00:01\n")
+    with pytest.raises(AttnauditError, match=r"not.tsv: not the output of `snakemake --detailed-summary`"):
+        predict_slots(tmp_path / "not.tsv", benchmarks, [2])

@@ -4,9 +4,12 @@ branch, and lint."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -15,6 +18,7 @@ import torch
 import yaml
 from conftest import REPO, snakemake
 
+from attnaudit.job_costs import collect, read_dag
 from attnaudit.modelsheet import sheet
 
 pytestmark = pytest.mark.e2e
@@ -62,6 +66,19 @@ def test_rerun_is_a_noop(pipeline_run):
     workdir, config = pipeline_run
     out = snakemake(workdir, "-n", config=config).stdout
     assert "Nothing to be done" in out, out[-2000:]
+
+
+def test_every_job_has_a_benchmark_file_beside_its_log(pipeline_run):
+    """``job-costs --dag … --slots N`` finds a job's benchmark file from its log (logs/{rule}/….log →
+    benchmarks/{rule}/….tsv): every job of the run has one, and every benchmark file is one job's."""
+    workdir, config = pipeline_run
+    summary = snakemake(workdir, "--detailed-summary", config=config).stdout
+    benchmarks = str(workdir / "benchmarks")
+    dag = read_dag(io.StringIO(summary), benchmarks)
+    assert sorted(job.benchmark for job in dag.values()) == sorted(collect(benchmarks)["job"])
+    cli = [sys.executable, "-m", "attnaudit", "job-costs", benchmarks, "--dag", "-", "--slots", "1", "2"]
+    printed = subprocess.run(cli, input=summary, capture_output=True, text=True, check=True).stdout
+    assert re.search(r"^1 +[\d.]+ +[\d.]+ +[\d.]+$", printed, re.M) and "critical path: corpora: logs/" in printed
 
 
 def test_one_variant_change_reruns_only_its_branch(pipeline_run, tmp_path):
