@@ -18,6 +18,7 @@ N − 1 others as it did in the measured run.
 from __future__ import annotations
 
 import csv
+import graphlib
 import heapq
 import sys
 from dataclasses import dataclass, field
@@ -135,65 +136,77 @@ def read_dag(summary, benchmarks: str | Path) -> dict[tuple[str, str], Job]:
     return jobs
 
 
-def predicted_wall_seconds(jobs: dict, slots: int) -> tuple[float, float, list]:
-    """(wall seconds on ``slots`` job slots, critical path seconds, the jobs on it): list scheduling, the ready job
-    with the longest chain of work behind it first (on the default study's measured runs, within 0.2–0.6 min of
-    Snakemake's own schedule on two cores)."""
-    producer = {path: key for key, job in jobs.items() for path in job.outputs}
-    parents = {key: {producer[p] for p in job.inputs if p in producer} - {key} for key, job in jobs.items()}
-    children: dict = {key: [] for key in jobs}
-    for key, keys in parents.items():
-        for parent in keys:
-            children[parent].append(key)
-    remaining: dict = {}  # a job's seconds plus the longest chain after it
-    for key in reversed(topological_order(parents, children)):
-        remaining[key] = jobs[key].seconds + max((remaining[c] for c in children[key]), default=0.0)
-    path = [max(remaining, key=remaining.get)] if jobs else []
-    while path and children[path[-1]]:
-        path.append(max(children[path[-1]], key=remaining.get))
-    waiting = {key: len(keys) for key, keys in parents.items()}
-    ready = [(-remaining[key], key) for key, n in waiting.items() if n == 0]
-    heapq.heapify(ready)
-    running: list = []
-    now = 0.0
-    while ready or running:
-        while ready and len(running) < slots:
-            _, key = heapq.heappop(ready)
-            heapq.heappush(running, (now + jobs[key].seconds, key))
-        now, key = heapq.heappop(running)
-        for child in children[key]:
-            waiting[child] -= 1
-            if waiting[child] == 0:
-                heapq.heappush(ready, (-remaining[child], child))
-    return now, (remaining[path[0]] if path else 0.0), path
+@dataclass
+class Schedule:
+    """A DAG's jobs with their children and each job's seconds plus the longest chain of work after it."""
 
+    jobs: dict
+    children: dict
+    remaining: dict
 
-def topological_order(parents: dict, children: dict) -> list:
-    """Kahn's order of the DAG (a cycle, which Snakemake never produces, would be named)."""
-    waiting = {key: len(keys) for key, keys in parents.items()}
-    order = [key for key, n in waiting.items() if n == 0]
-    for key in order:
-        for child in children[key]:
-            waiting[child] -= 1
-            if waiting[child] == 0:
-                order.append(child)
-    if len(order) != len(parents):
-        raise AttnauditError(f"the DAG summary has a cycle among {len(parents) - len(order)} jobs")
-    return order
+    @classmethod
+    def of(cls, jobs: dict) -> Schedule:
+        producer = {path: key for key, job in jobs.items() for path in job.outputs}
+        parents = {key: {producer[p] for p in job.inputs if p in producer} - {key} for key, job in jobs.items()}
+        children: dict = {key: [] for key in jobs}
+        for key, keys in parents.items():
+            for parent in keys:
+                children[parent].append(key)
+        try:
+            order = list(graphlib.TopologicalSorter(parents).static_order())
+        except graphlib.CycleError as err:  # Snakemake never writes one
+            raise AttnauditError(f"the DAG summary has a cycle: {err.args[1]}") from None
+        remaining: dict = {}
+        for key in reversed(order):
+            remaining[key] = jobs[key].seconds + max((remaining[c] for c in children[key]), default=0.0)
+        return cls(jobs, children, remaining)
+
+    def critical_path(self) -> list:
+        """The jobs of the longest chain, first to last."""
+        path = [max(self.remaining, key=self.remaining.get)] if self.jobs else []
+        while path and self.children[path[-1]]:
+            path.append(max(self.children[path[-1]], key=self.remaining.get))
+        return path
+
+    def wall_seconds(self, slots: int) -> float:
+        """List scheduling on ``slots`` job slots, the ready job with the longest chain of work behind it first (on
+        the default study's measured runs, within 0.2–0.6 min of Snakemake's own schedule on two cores)."""
+        waiting = {key: 0 for key in self.jobs}
+        for kids in self.children.values():
+            for child in kids:
+                waiting[child] += 1
+        ready = [(-self.remaining[key], key) for key, n in waiting.items() if n == 0]
+        heapq.heapify(ready)
+        running: list = []
+        now = 0.0
+        while ready or running:
+            while ready and len(running) < slots:
+                _, key = heapq.heappop(ready)
+                heapq.heappush(running, (now + self.jobs[key].seconds, key))
+            now, key = heapq.heappop(running)
+            for child in self.children[key]:
+                waiting[child] -= 1
+                if waiting[child] == 0:
+                    heapq.heappush(ready, (-self.remaining[child], child))
+        return now
 
 
 def predict_slots(summary, benchmarks: str | Path, slots: list[int]) -> tuple[pd.DataFrame, list[str]]:
     """Predicted wall minutes per number of job slots, next to the two floors (work ÷ slots, the critical path),
     and the critical path's jobs as ``rule: log``."""
+    if any(n < 1 for n in slots):
+        raise AttnauditError(f"--slots {' '.join(map(str, slots))}: a number of job slots is at least 1")
     jobs = read_dag(summary, benchmarks)
+    schedule = Schedule.of(jobs)
+    path = schedule.critical_path()
     work = sum(job.seconds for job in jobs.values())
-    rows = []
-    for n in slots:
-        if n < 1:
-            raise AttnauditError(f"--slots {n}: a number of job slots is at least 1")
-        wall, critical, path = predicted_wall_seconds(jobs, n)
-        rows.append({"slots": n, "predicted_wall_min": wall / 60, "work_per_slot_min": work / n / 60})
-    table = pd.DataFrame(rows).set_index("slots").assign(critical_path_min=critical / 60)
+    table = pd.DataFrame(
+        {
+            "predicted_wall_min": [schedule.wall_seconds(n) / 60 for n in slots],
+            "work_per_slot_min": [work / n / 60 for n in slots],
+        },
+        index=pd.Index(slots, name="slots"),
+    ).assign(critical_path_min=sum(jobs[key].seconds for key in path) / 60)
     return table, [f"{jobs[key].rule}: {jobs[key].logs[0] if jobs[key].logs else key[1]}" for key in path]
 
 
