@@ -1,11 +1,14 @@
 """Config validation: a typo or an invalid value stops the workflow with the key named."""
 
+import re
 import subprocess
 import sys
 
 import pytest
 import yaml
 from conftest import REPO
+
+from attnaudit.modelsheet import sheet
 
 
 def dry_run(tmp_path, cfg: dict, *flags: str) -> subprocess.CompletedProcess:
@@ -310,3 +313,36 @@ def test_a_misspelt_rule_in_the_resources_is_named(tmp_path, flags, expected):
     default memory and time and be killed hours later."""
     proc = dry_run(tmp_path, BASE, *flags)
     assert proc.returncode != 0 and expected in proc.stdout + proc.stderr, (proc.stdout + proc.stderr)[-2000:]
+
+
+def planned_rules(stdout: str) -> set[str]:
+    """The rules of the jobs a dry run plans."""
+    return set(re.findall(r"^(?:local)?rule (\w+):", stdout, re.MULTILINE))
+
+
+def test_the_quick_study_is_the_default_study_with_fewer_models(tmp_path):
+    """``configs/sst_quick.yaml`` (README, *A shorter study*) runs every stage of ``config.yaml`` on a subset of its
+    models, each with the default's fields and every other option the default's, so a model's numbers are the ones
+    the default study gives for it."""
+    default = yaml.safe_load((REPO / "config.yaml").read_text())
+    quick = yaml.safe_load((REPO / "configs" / "sst_quick.yaml").read_text())
+
+    def without(d: dict, *keys: str) -> dict:
+        return {k: v for k, v in d.items() if k not in keys}
+
+    assert without(quick, "datasets", "saliency") == without(default, "datasets", "saliency")
+    assert without(quick["saliency"], "models") == without(default["saliency"], "models")
+    assert set(quick["saliency"]["models"]) < set(default["saliency"]["models"])
+    assert quick["datasets"].keys() == default["datasets"].keys()
+    for name, entry in quick["datasets"].items():
+        assert without(entry, "grid", "models") == without(default["datasets"][name], "grid", "models")
+        fewer, every = sheet(name, entry), sheet(name, default["datasets"][name])
+        assert fewer.keys() < every.keys()
+        assert fewer == {model: every[model] for model in fewer}
+    rules = {}
+    for label, cfg in (("default", default), ("quick", quick)):
+        (tmp_path / label).mkdir()
+        proc = dry_run(tmp_path / label, cfg)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        rules[label] = planned_rules(proc.stdout)
+    assert rules["quick"] == rules["default"]
