@@ -138,9 +138,10 @@ def read_dag(summary, benchmarks: str | Path) -> dict[tuple[str, str], Job]:
 
 @dataclass
 class Schedule:
-    """A DAG's jobs with their children and each job's seconds plus the longest chain of work after it."""
+    """A DAG's jobs with their parents and children, and each job's seconds plus the longest chain of work after it."""
 
     jobs: dict
+    parents: dict
     children: dict
     remaining: dict
 
@@ -159,7 +160,7 @@ class Schedule:
         remaining: dict = {}
         for key in reversed(order):
             remaining[key] = jobs[key].seconds + max((remaining[c] for c in children[key]), default=0.0)
-        return cls(jobs, children, remaining)
+        return cls(jobs, parents, children, remaining)
 
     def critical_path(self) -> list:
         """The jobs of the longest chain, first to last."""
@@ -171,10 +172,7 @@ class Schedule:
     def wall_seconds(self, slots: int) -> float:
         """List scheduling on ``slots`` job slots, the ready job with the longest chain of work behind it first (on
         the default study's measured runs, within 0.2–0.6 min of Snakemake's own schedule on two cores)."""
-        waiting = {key: 0 for key in self.jobs}
-        for kids in self.children.values():
-            for child in kids:
-                waiting[child] += 1
+        waiting = {key: len(parents) for key, parents in self.parents.items()}
         ready = [(-self.remaining[key], key) for key, n in waiting.items() if n == 0]
         heapq.heapify(ready)
         running: list = []
@@ -206,7 +204,7 @@ def predict_slots(summary, benchmarks: str | Path, slots: list[int]) -> tuple[pd
             "work_per_slot_min": [work / n / 60 for n in slots],
         },
         index=pd.Index(slots, name="slots"),
-    ).assign(critical_path_min=sum(jobs[key].seconds for key in path) / 60)
+    ).assign(critical_path_min=schedule.remaining[path[0]] / 60 if path else 0.0)
     return table, [f"{jobs[key].rule}: {jobs[key].logs[0] if jobs[key].logs else key[1]}" for key in path]
 
 
