@@ -9,12 +9,10 @@ import sys
 import threading
 from pathlib import Path
 
-from jsonschema import ValidationError
-from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from attnaudit import AttnauditError
-from attnaudit.config_errors import check_section, schema_error_message
+from attnaudit.config_errors import check_config, check_duplicate_keys, check_section
 from attnaudit.corpora.build import resolved_options
 from attnaudit.corpora.fetch import mirror_path
 from attnaudit.corpora.registry import get_spec
@@ -31,15 +29,12 @@ SCHEMA_FILE = Path(workflow.basedir) / "schemas" / "config.schema.yaml"
 
 
 def validated_config():
-    """The config checked against the schema (defaults filled in); an error names the key and what was expected,
-    without the schema dump Snakemake's message carries."""
-    try:
-        validate(config, "../schemas/config.schema.yaml")
-    except WorkflowError as err:
-        cause = err.__cause__ or err.__context__
-        if not isinstance(cause, ValidationError):
-            raise
-        raise WorkflowError(schema_error_message(cause)) from None
+    """The config files checked for a key given twice, then the config against the schema (integers strictly, so
+    ``seed: 1.0`` stops here), then Snakemake's validation, which fills in the defaults; an error names the file and
+    line, or the key and what was expected, without the schema dump Snakemake's message carries."""
+    check_duplicate_keys(workflow.configfiles)
+    check_config(config, SCHEMA_FILE)
+    validate(config, "../schemas/config.schema.yaml")
 
 
 validated_config()

@@ -188,6 +188,22 @@ def test_grid_blocks_are_united(tmp_path):
         # schema errors: the key and what is allowed in one line, YAML's 1e-3-is-text trap explained
         ({**BASE, "seeds": [1]}, "config (top level): Additional properties are not allowed ('seeds' was unexpected)"),
         ({**BASE, "train": {"lr": "1e-3"}}, "YAML reads 1e-3 as text: write 1.0e-3"),
+        # an integer is an integer (JSON Schema would let 1.0 pass), and seeds stay in numpy's range: each of these
+        # used to pass the dry run and stop a job later inside numpy, scikit-learn or gensim, naming no key
+        ({**BASE, "seed": 1.0}, "config seed: 1.0 is not of type 'integer'"),
+        ({**BASE, "seed": -1}, "config seed: -1 is less than the minimum of 0"),
+        ({**BASE, "seed": 2**32 - 2}, "config seed: 4294967294 is greater than the maximum of 4294967293"),
+        ({**BASE, "cards": {"seed": -3}}, "config cards.seed: -3 is less than the minimum of 0"),
+        ({**BASE, "train": {"epochs": 1.0}}, "config train.epochs: 1.0 is not of type 'integer'"),
+        (
+            {"datasets": {"planted": {"corpus": "planted", "embeddings": {"dim": 16.0}}}},
+            "config datasets.planted.embeddings.dim: 16.0 is not of type 'integer'",
+        ),
+        (
+            {"datasets": {"planted": {"corpus": "planted", "grid": {"seeds": [2**32]}}}},
+            "config datasets.planted.grid.seeds[0]: 4294967296 is greater than the maximum of 4294967295",
+        ),
+        (_sheet({"x": {"seeds": [2.0]}}), "config datasets.planted.models.x.seeds[0]: 2.0 is not of type 'integer'"),
     ],
 )
 def test_invalid_config_names_the_key(tmp_path, cfg, expected):
@@ -195,6 +211,27 @@ def test_invalid_config_names_the_key(tmp_path, cfg, expected):
     assert proc.returncode != 0
     assert expected in proc.stdout + proc.stderr, (proc.stdout + proc.stderr)[-3000:]
     assert "Failed validating" not in proc.stdout + proc.stderr  # not Snakemake's dump of the schema
+
+
+def test_a_key_given_twice_in_a_config_file_is_named(tmp_path):
+    """YAML keeps the second of two equal keys and drops the first without a word: two ``datasets.planted`` blocks
+    would train on the defaults the first block was written to change. The dry run stops with the file and both
+    lines."""
+    path = tmp_path / "config.yaml"
+    path.write_text(
+        "datasets:\n  planted:\n    corpus: planted\n    train: {epochs: 1}\n  planted:\n    corpus: planted\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "-n"]
+        + ["--directory", str(tmp_path), "--configfile", str(path), "--replace-workflow-config"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode != 0
+    assert f"{path}:5: key 'planted' is given twice in one mapping (first at line 2)" in proc.stdout + proc.stderr
+    path.write_text("datasets:\n  planted:\n    corpus: planted\n    train: {epochs: 1}\n")
+    assert dry_run(tmp_path, yaml.safe_load(path.read_text())).returncode == 0
 
 
 def test_a_pattern_that_selects_nothing_is_said(tmp_path):

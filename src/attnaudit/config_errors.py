@@ -3,7 +3,10 @@
 Snakemake's own message for a failed ``validate`` prints the whole sub-schema (thousands of lines for an unknown
 top-level key); :func:`schema_error_message` says the same in one line. :func:`check_section` validates one part of
 the config against its part of the schema, for overrides the schema cannot type without filling in defaults (a
-dataset's ``jain_wallace`` block)."""
+dataset's ``jain_wallace`` block). :func:`check_config` is the schema check with integers that are integers (JSON
+Schema lets ``1.0`` pass for one: a seed or an epoch count written so would stop a job much later, inside a library),
+and :func:`check_duplicate_keys` stops on a key given twice in one mapping of a config file, which YAML would
+otherwise settle silently by keeping the last."""
 
 from __future__ import annotations
 
@@ -11,13 +14,21 @@ import re
 from pathlib import Path
 
 import yaml
-from jsonschema import Draft202012Validator, ValidationError
+from jsonschema import Draft202012Validator, ValidationError, validators
 from jsonschema.exceptions import best_match
 
 from attnaudit import AttnauditError
 
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 _MAX_MESSAGE = 300
+
+#: Draft 2020-12, but ``1.0`` is a number and not an integer (nor is ``true``)
+StrictValidator = validators.extend(
+    Draft202012Validator,
+    type_checker=Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool)
+    ),
+)
 
 
 def key_path(path, root: str = "") -> str:
@@ -61,6 +72,45 @@ def section_schema(schema_file: str | Path, keys: tuple[str, ...]) -> dict:
 
 def check_section(data, schema_file: str | Path, keys: tuple[str, ...], where: str) -> None:
     """Stop if ``data`` does not satisfy the schema of config ``keys``; the message names ``where`` (its key)."""
-    errors = list(Draft202012Validator(section_schema(schema_file, keys)).iter_errors(data))
+    errors = list(StrictValidator(section_schema(schema_file, keys)).iter_errors(data))
     if errors:
         raise AttnauditError(schema_error_message(best_match(errors), root=where))
+
+
+def check_config(config: dict, schema_file: str | Path) -> None:
+    """Stop on the first (most relevant) violation of the whole config's schema, integers checked strictly."""
+    errors = list(StrictValidator(yaml.safe_load(Path(schema_file).read_text())).iter_errors(config))
+    if errors:
+        raise AttnauditError(schema_error_message(best_match(errors)))
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A YAML loader that stops on a mapping key given twice (PyYAML keeps the last one without a word)."""
+
+    def construct_mapping(self, node, deep=False):
+        first_line = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            if key in first_line:
+                raise AttnauditError(
+                    f"{self.name}:{line}: key {key!r} is given twice in one mapping (first at line "
+                    f"{first_line[key]}); YAML would keep only the second and drop the first without a word: merge "
+                    "the two into one"
+                )
+            first_line[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+def check_duplicate_keys(paths) -> None:
+    """Stop if a config file gives a key twice in one mapping (two ``datasets.mine`` blocks, a model-sheet variant
+    pasted twice): the first one's settings would be dropped silently. A file YAML cannot parse is left to the
+    loader that read it."""
+    for path in map(Path, paths):
+        try:
+            with path.open(encoding="utf-8") as stream:  # the loader names the stream's file in its message
+                yaml.load(stream, Loader=_UniqueKeyLoader)
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            continue
