@@ -15,13 +15,20 @@ from attnaudit import AttnauditError
 from attnaudit.config_errors import check_config, check_duplicate_keys, check_section
 from attnaudit.corpora.build import resolved_options
 from attnaudit.corpora.fetch import mirror_path
+from attnaudit.corpora.readers import without_restated_options
 from attnaudit.corpora.registry import get_spec
 from attnaudit.embeddings.vectors import DEFAULTS as VECTOR_DEFAULTS
 from attnaudit.embeddings.vectors import check_pretrained
 from attnaudit.explorer.plan import expand_plan
 from attnaudit.io import sha256_file
 from attnaudit.importance.options import check_options
-from attnaudit.modelsheet import EXPLICIT_DEFAULTS, MODEL_WILDCARD, fields_read, final_epoch_sources, sheet
+from attnaudit.modelsheet import (
+    EXPLICIT_DEFAULTS,
+    MODEL_WILDCARD,
+    fields_read,
+    final_epoch_sources,
+    sheet,
+)
 from attnaudit.tokenise.tokenisation import check_user_dataset
 from attnaudit.wiegreffe_pinter.options import resolve as resolve_wp_options
 
@@ -39,8 +46,17 @@ def validated_config():
 
 validated_config()
 
-USER_CORPORA = {  # a path may start with ~ (the user's home)
-    name: {**entry, "path": os.path.expanduser(entry["path"])} if "path" in entry else entry
+
+def workdir_path(path):
+    """A file the config names, as the workflow names it: ``~`` expanded, and relative to the working directory when
+    inside it, so that ``data.csv``, ``./data.csv`` and its absolute path are one input and one parameter."""
+    full = os.path.abspath(os.path.expanduser(path))
+    relative = os.path.relpath(full)
+    return full if relative == os.pardir or relative.startswith(os.pardir + os.sep) else relative
+
+
+USER_CORPORA = {
+    name: {**entry, "path": workdir_path(entry["path"])} if "path" in entry else entry
     for name, entry in config["corpora"].get("user", {}).items()
 }
 
@@ -190,9 +206,9 @@ def tokenise_options(dataset):
 
 
 def pretrained_vectors(dataset):
-    """datasets.<name>.embeddings.pretrained, ``~`` expanded; None when the embeddings are trained."""
+    """datasets.<name>.embeddings.pretrained (:func:`workdir_path`); None when the embeddings are trained."""
     path = DATASETS[dataset].get("embeddings", {}).get("pretrained")
-    return os.path.expanduser(path) if path else None
+    return workdir_path(path) if path else None
 
 
 def embedding_options(dataset):
@@ -204,23 +220,27 @@ def embedding_options(dataset):
 
 
 def pretrained_vectors_file(wildcards):
-    """A pretrained vectors file is an input of the embeddings job (its edits rerun it)."""
+    """A pretrained vectors file is an input of the embeddings job; its sha256 is a parameter (:func:`ancient`: the
+    content decides, not the modification time, which Snakemake alone goes by for a file over 1 MB)."""
     path = pretrained_vectors(wildcards.dataset)
-    return [path] if path else []
+    return [ancient(path)] if path else []
 
 
 def user_corpus_file(wildcards):
-    """A user corpus's own file is an input of its corpus job: an edited CSV reruns exactly what depends on it."""
+    """A user corpus's own file is an input of its corpus job and its sha256 a parameter: an edited CSV reruns
+    exactly what depends on it, and a copy or ``touch`` of the same content nothing (:func:`ancient`: Snakemake
+    records no checksum of a file over 1 MB, and would go by its modification time)."""
     entry = USER_CORPORA.get(wildcards.corpus)
-    return [entry["path"]] if entry else []
+    return [ancient(entry["path"])] if entry else []
 
 
 def user_corpus_entry(corpus):
     """``{corpus: corpora.user.<corpus>}`` for a user corpus (its checksum included, so an edit that keeps the
-    modification time still reruns it), else ``{}``: one corpus's entry never reruns another corpus."""
+    modification time still reruns it; keys that restate a default left out, so writing them reruns nothing), else
+    ``{}``: one corpus's entry never reruns another corpus."""
     if corpus not in USER_CORPORA:
         return {}
-    return {corpus: {**USER_CORPORA[corpus], "sha256": USER_CORPUS_SHA256[corpus]}}
+    return {corpus: {**without_restated_options(USER_CORPORA[corpus]), "sha256": USER_CORPUS_SHA256[corpus]}}
 
 
 # a user corpus is read, split and checked for two classes before any job runs (the counts name the problem)

@@ -405,7 +405,7 @@ def test_single_file_copied_from_mirror_when_partial(tmp_path, offline):
 def _user(tmp_path: Path, name: str, content: str, **config) -> dict:
     path = tmp_path / name
     path.write_text(content, encoding="utf-8")
-    fmt = "jsonl" if name.endswith(".jsonl") else "csv"
+    fmt = "jsonl" if name.endswith((".jsonl", ".json")) else "csv"
     return {"mine": {"path": str(path), "format": fmt, "text_column": "text", "label_column": "label", **config}}
 
 
@@ -514,6 +514,48 @@ def test_user_labels_that_are_no_class_name_line(tmp_path, name, content, what):
     assert what in str(err.value)
 
 
+@pytest.mark.parametrize(
+    "name, content, what",
+    [
+        ("r.csv", "text,label\na,pos\nb,NA\n", "r.csv:3: label 'NA' in column 'label' looks like a missing value"),
+        ("x.csv", "text,label\na,pos\nb,#N/A\n", "x.csv:3: label '#N/A' in column 'label' looks like a missing"),
+        ("p.jsonl", '{"text": "a", "label": "pos"}\n{"text": "b", "label": "None"}\n', "p.jsonl:2: label 'None'"),
+        ("c.csv", "text,label\na,pos\nb,neg\nc,Pos\n", "c.csv:4: label 'Pos' differs only in case from 'pos'"),
+        ("b.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": true}\n', "b.jsonl:2: label true/false in a"),
+        (
+            "j.json",
+            '[{"text": "a", "label": 1}]\n',
+            "j.json:1: expected one JSON object per line (JSON Lines), found a",
+        ),
+    ],
+)
+def test_user_labels_that_are_probably_mistakes_stop_with_the_line(tmp_path, name, content, what):
+    """A missing value written as text, a class spelled in two cases, booleans among numbers: each would train as a
+    class of its own; the message says how to keep it when it is meant (``label_names``)."""
+    with pytest.raises(AttnauditError) as err:
+        build_corpus("mine", raw_dir=tmp_path, user_corpora=_user(tmp_path, name, content))
+    assert what in str(err.value)
+
+
+def test_user_labels_listed_in_label_names_are_classes_whatever_they_look_like(tmp_path):
+    cfg = _user(tmp_path, "l.csv", "text,label\na,NA\nb,Pos\nc,pos\nd,NA\n", label_names=["pos", "Pos", "NA"])
+    frame, manifest = build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)
+    assert frame["label"].tolist() == [2, 1, 0, 2] and manifest["label_names"] == ["pos", "Pos", "NA"]
+    cfg = _user(tmp_path, "i.csv", "text,label\na,2\nb,0\n", label_names=[2, 0])  # integers, as the file has them
+    assert build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)[0]["label"].tolist() == [0, 1]
+    booleans = '{"text": "a", "label": true}\n{"text": "b", "label": false}\n'
+    frame, manifest = build_corpus("mine", raw_dir=tmp_path, user_corpora=_user(tmp_path, "t.jsonl", booleans))
+    assert manifest["label_names"] == ["false", "true"] and frame["label"].tolist() == [1, 0]
+
+
+def test_user_csv_document_longer_than_the_csv_modules_field_limit(tmp_path):
+    """Python's csv module stops at 131,072 characters a field unless told otherwise; one long review passes it."""
+    long = "word " * 40_000
+    cfg = _user(tmp_path, "long.csv", f'text,label\nshort,pos\n"{long}",neg\n')
+    frame, _ = build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)
+    assert frame["text"].tolist() == ["short", long]
+
+
 def test_user_integer_labels_written_as_floats_are_the_same_class(tmp_path):
     """A CSV written from a float column says 1.0 where another file says 1; JSON 1 and 1.0 are equal anyway."""
     for name, content in [
@@ -522,6 +564,11 @@ def test_user_integer_labels_written_as_floats_are_the_same_class(tmp_path):
     ]:
         frame, manifest = build_corpus("mine", raw_dir=tmp_path, user_corpora=_user(tmp_path, name, content))
         assert manifest["label_names"] == ["0", "1"] and frame["label"].tolist() == [1, 1, 0], name
+    # beside class names too, and with a sign (sentiment files write +1/-1)
+    frame, manifest = build_corpus(
+        "mine", raw_dir=tmp_path, user_corpora=_user(tmp_path, "m.csv", "text,label\na,1\nb,1.0\nc,other\nd,+1\ne,-1\n")
+    )
+    assert manifest["label_names"] == ["-1", "1", "other"] and frame["label"].tolist() == [1, 1, 2, 1, 0]
     # a fractional name is a class name when label_names lists it
     cfg = _user(tmp_path, "h.csv", "text,label\na,0.5\nb,1\n", label_names=["0.5", "1"])
     assert build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)[0]["label"].tolist() == [0, 1]
@@ -540,12 +587,11 @@ def test_user_config_errors(tmp_path):
         )
     with pytest.raises(AttnauditError, match="collides"):
         get_spec("sst", {"sst": cfg["mine"]})
-    with pytest.raises(AttnauditError, match=r"corpora.user.mine.path: .* is a directory"):
-        build_corpus(
-            "mine",
-            raw_dir=tmp_path,
-            user_corpora={"mine": {**_user(tmp_path, "c.csv", "")["mine"], "path": str(tmp_path)}},
-        )
+    for directory in (tmp_path, tmp_path / "data.csv"):  # a name without a format's suffix, and one with it
+        directory.mkdir(exist_ok=True)
+        entry = {key: value for key, value in cfg["mine"].items() if key not in ("format", "text_colum")}
+        with pytest.raises(AttnauditError, match=r"corpora.user.mine.path: .* is a directory"):
+            build_corpus("mine", raw_dir=tmp_path, user_corpora={"mine": {**entry, "path": str(directory)}})
     missing_column = _user(tmp_path, "c.csv", "text,stars\na,1\n")
     with pytest.raises(AttnauditError, match=r"c.csv:2: column 'label' \(corpora.user.mine.label_column\) is missing"):
         build_corpus("mine", raw_dir=tmp_path, user_corpora=missing_column)

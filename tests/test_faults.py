@@ -134,6 +134,17 @@ def test_user_corpus_needs_every_class_in_every_split(tmp_path, per_split, entry
     assert expected in output and "corpora.user.mine" in output, output[-3000:]
 
 
+def test_a_user_corpus_sliced_by_max_examples_is_checked_as_sliced(tmp_path):
+    """``tokenise.max_examples`` slices a corpus without splits as one pool before splitting it: the dry run checks
+    the slice the tokeniser will split, and says the slice is why."""
+    cfg = user_config(write_corpus(tmp_path / "mine.csv", ["pos", "neg"] * 30))
+    cfg["datasets"]["mine"]["tokenise"] = {"max_examples": 4}
+    output = said(dry_run(tmp_path, cfg))
+    assert "too few examples" in output and "(of the 4 documents tokenise.max_examples keeps)" in output, output
+    cfg["datasets"]["mine"]["tokenise"] = {"max_examples": 40}
+    assert dry_run(tmp_path, cfg).returncode == 0
+
+
 def test_user_corpus_path_under_home_and_an_unused_entry(tmp_path, monkeypatch):
     """``~`` in a path is the user's home; a corpus entry no dataset uses is not read (its file may be gone)."""
     monkeypatch.setenv("HOME", str(tmp_path))
@@ -162,6 +173,34 @@ def test_editing_a_user_csv_reruns_what_depends_on_it(tmp_path):
     snakemake(tmp_path, "--cores", "1", target, config=config)
     manifest = json.loads((tmp_path / "results/corpora/mine/manifest.json").read_text())
     assert manifest["files"][0]["sha256"] == __import__("hashlib").sha256(corpus.read_bytes()).hexdigest()
+
+
+def test_a_large_corpus_copied_back_or_its_entry_written_out_reruns_nothing(tmp_path):
+    """Snakemake records a checksum only of files under 1 MB and goes by the modification time above that: the
+    corpus file is an ``ancient`` input whose sha256 is the parameter, so touching a 1.3 MB corpus or copying it
+    back reruns nothing, and neither does its entry written out with its defaults and another spelling of its path.
+    A changed label does rerun it."""
+    labels = ["pos", "neg"] * 18_000
+    corpus = write_corpus(tmp_path / "mine.csv", labels)
+    assert corpus.stat().st_size > 1.2 * 2**20  # above Snakemake's --max-checksum-file-size (1 MB)
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(user_config(corpus)))  # an absolute path inside the working directory
+    target = "results/corpora/mine/documents.parquet"
+    snakemake(tmp_path, "--cores", "1", target, config=config)
+    time.sleep(0.01)
+    corpus.touch()
+    assert "Nothing to be done" in snakemake(tmp_path, "-n", target, config=config).stdout
+    copy = tmp_path / "elsewhere" / "mine.csv"
+    copy.parent.mkdir()
+    copy.write_bytes(corpus.read_bytes())
+    corpus.write_bytes(copy.read_bytes())  # the same bytes, a new modification time
+    assert "Nothing to be done" in snakemake(tmp_path, "-n", target, config=config).stdout
+    restated = user_config(Path("./mine.csv"), format="csv", split_column=None, id_column=None, encoding="UTF-8")
+    config.write_text(yaml.safe_dump(restated))
+    out = snakemake(tmp_path, "-n", target, config=config).stdout
+    assert "Nothing to be done" in out, out[-3000:]
+    write_corpus(corpus, ["neg", "pos", *labels[2:]])  # the same size, one label changed
+    assert "rule corpora:" in snakemake(tmp_path, "-n", target, config=config).stdout
 
 
 def write_vectors(path: Path, dim: int, scale: float = 1.0) -> Path:

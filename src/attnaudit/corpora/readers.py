@@ -7,6 +7,7 @@ local mirror described in ``shared/corpora/MANIFEST.md`` (the same as the offici
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import json
@@ -202,6 +203,7 @@ def csv_records(path: Path, encoding: str = "utf-8", n_fields: int | None = None
 
     ``n_fields``: required field count (default: the first record's count, i.e. the header's).
     """
+    csv.field_size_limit(2**31 - 1)  # a document is one field: the module's default stops at 131,072 characters
     reader = csv.reader(io.StringIO(decode_file(path, encoding), newline=""), strict=True)
     start = 1
     while True:
@@ -423,11 +425,16 @@ def _user_records(path: Path, fmt: str, encoding: str) -> Iterator[tuple[int, di
         except json.JSONDecodeError as err:
             raise AttnauditError(f"{path}:{line}: invalid JSON ({json_error(err)})") from err
         if not isinstance(record, dict):
-            raise AttnauditError(f"{path}:{line}: expected a JSON object, found {type(record).__name__}")
+            whole = " (a JSON array of records? write one object per line)" if isinstance(record, list) else ""
+            raise AttnauditError(
+                f"{path}:{line}: expected one JSON object per line (JSON Lines), found a {type(record).__name__}{whole}"
+            )
         yield line, record
 
 
 _NUMBER = re.compile(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*")
+#: labels that spell a missing value (R's ``NA``, pandas' ``None``/``NaN``, a spreadsheet's ``#N/A``), lower-cased
+MISSING_LABELS = {"na", "n/a", "#n/a", "nan", "none", "null"}
 
 
 def valid_unicode(value: str, at: str, column: str) -> str:
@@ -451,8 +458,12 @@ def checked_label(label: Any, at: str, column: str, label_names: list | None) ->
         label = label.strip()
     if label is None or label == "" or (isinstance(label, float) and math.isnan(label)):
         raise AttnauditError(f"{at}: missing label in column {column!r}")
-    if isinstance(label, str) and label.lower() == "nan":
-        raise AttnauditError(f"{at}: label {label!r} in column {column!r} looks like a missing value")
+    named = label_names is not None and label in {str(name) for name in label_names}
+    if isinstance(label, str) and label.lower() in MISSING_LABELS and not named:
+        raise AttnauditError(
+            f"{at}: label {label!r} in column {column!r} looks like a missing value (as R, pandas or a spreadsheet "
+            "write one); fill it in or drop the row, or list it in label_names if it is a class"
+        )
     if not isinstance(label, str | int | float):
         kind = {dict: "object", list: "array"}.get(type(label), type(label).__name__)
         raise AttnauditError(f"{at}: label in column {column!r} must be a class name or an integer, not a JSON {kind}")
@@ -485,15 +496,40 @@ def _label_mapping(
             else:
                 raise AttnauditError(f"{at}: label {value!r} is not one of label_names {names}")
         return names, ids
+    booleans = [isinstance(v, bool) for v in values]
+    if any(booleans) and not all(booleans):
+        raise AttnauditError(
+            f"{where[booleans.index(True)]}: label true/false in a column whose other labels are not "
+            f"({where[booleans.index(False)]}: {values[booleans.index(False)]!r}); is true the class 1, or a class "
+            f"of its own? Write one kind of label, or list the classes in {key}"
+        )
     ints = [_as_int(v) for v in values]
+    # an integer is one class however it is written (1, 1.0, +1), beside names or not; true/false are JSON's names
+    keys = [
+        str(i) if i is not None else str(v).lower() if isinstance(v, bool) else str(v) for v, i in zip(values, ints)
+    ]
+    _check_case_variants(keys, where, key)
     if all(i is not None for i in ints):
-        uniques = sorted(set(ints))
-        pos = {v: i for i, v in enumerate(uniques)}
-        return [str(v) for v in uniques], [pos[v] for v in ints]
-    keys = [str(v) for v in values]
-    uniques = sorted(set(keys))
+        uniques = [str(i) for i in sorted(set(ints))]
+    else:
+        uniques = sorted(set(keys))
     pos = {v: i for i, v in enumerate(uniques)}
     return uniques, [pos[k] for k in keys]
+
+
+def _check_case_variants(keys: list[str], where: list[str], key: str) -> None:
+    """Stop on two labels that differ only in case (``pos`` and ``Pos``): almost always one class mistyped, which
+    would otherwise train as a class of its own; ``label_names`` lists them if they are two."""
+    spellings: dict[str, dict[str, str]] = {}
+    for label, at in zip(keys, where):
+        spellings.setdefault(label.casefold(), {}).setdefault(label, at)
+    for variants in spellings.values():
+        if len(variants) > 1:
+            (first, first_at), (second, second_at) = list(variants.items())[:2]
+            raise AttnauditError(
+                f"{second_at}: label {second!r} differs only in case from {first!r} ({first_at}); fix the one that is "
+                f"mistyped, or list both in {key} if they are different classes"
+            )
 
 
 def _as_int(value: Any) -> int | None:
@@ -503,21 +539,44 @@ def _as_int(value: Any) -> int | None:
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if isinstance(value, str) and re.fullmatch(r"\s*-?\d+(\.0*)?\s*", value):  # "1.0" too (a float column)
+    if isinstance(value, str) and re.fullmatch(r"\s*[-+]?\d+(\.0*)?\s*", value):  # "1.0" (a float column), "+1"
         return int(value.strip().split(".")[0])
     return None
 
 
+def _format_of_suffix(path: str) -> str | None:
+    return {".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl"}.get(Path(path).suffix.lower())
+
+
 def user_format(name: str, config: dict) -> str:
     """``format`` if given, else from the file name (.csv, .jsonl/.json)."""
-    fmt = config.get("format") or {".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl"}.get(
-        Path(config["path"]).suffix.lower()
-    )
+    if Path(config["path"]).expanduser().is_dir():
+        raise AttnauditError(f"corpora.user.{name}.path: {config['path']} is a directory; expected a CSV or JSONL file")
+    fmt = config.get("format") or _format_of_suffix(config["path"])
     if fmt not in ("csv", "jsonl"):
         raise AttnauditError(
             f"corpora.user.{name}.format: cannot tell the format of {config['path']}; set format: csv or jsonl"
         )
     return fmt
+
+
+def without_restated_options(entry: dict) -> dict:
+    """``corpora.user.<name>`` without the keys that restate what leaving them out means — the format its file's
+    suffix says, no split or id column, UTF-8 — so that writing them out changes no job's parameters."""
+
+    def restated(key: str, value: Any) -> bool:
+        if key in ("split_column", "id_column"):
+            return value is None
+        if key == "format":
+            return value == _format_of_suffix(entry.get("path", ""))
+        if key == "encoding":
+            try:
+                return codecs.lookup(value).name == "utf-8"
+            except LookupError:  # the reader names it
+                return False
+        return False
+
+    return {key: value for key, value in entry.items() if not restated(key, value)}
 
 
 def read_user(name: str, config: dict) -> tuple[pd.DataFrame, dict]:
@@ -529,14 +588,12 @@ def read_user(name: str, config: dict) -> tuple[pd.DataFrame, dict]:
     workflow passes the hash it planned with (``sha256``), checked.
     """
     path = Path(config["path"]).expanduser()
-    if path.is_dir():
-        raise AttnauditError(f"corpora.user.{name}.path: {path} is a directory; expected a CSV or JSONL file")
+    fmt, encoding = user_format(name, config), config.get("encoding") or "utf-8"  # a directory stops here
     if not path.is_file():
         raise AttnauditError(
             f"corpora.user.{name}.path: file {path} does not exist (relative paths are relative to the working "
             f"directory, {Path.cwd()})"
         )
-    fmt, encoding = user_format(name, config), config.get("encoding") or "utf-8"
     text_col, label_col = config["text_column"], config["label_column"]
     split_col, id_col = config.get("split_column"), config.get("id_column")
     columns = {"text_column": text_col, "label_column": label_col, "split_column": split_col, "id_column": id_col}

@@ -139,6 +139,16 @@ def assign_splits(docs: pd.DataFrame, options: dict, seed: int) -> pd.DataFrame:
     return docs
 
 
+def quick_slice(docs: pd.DataFrame, max_examples: int | None, seed: int) -> pd.DataFrame:
+    """``tokenise.max_examples``, for quick runs (tests/config.yaml): a seeded slice of at most that many documents of
+    each split the corpus gives. A corpus without splits (a user file without ``split_column``) is one pool, sliced
+    before its train/dev/test split."""
+    if not max_examples:
+        return docs
+    keep = [g.sample(n=min(len(g), max_examples), random_state=seed).index for _, g in docs.groupby("split", sort=True)]
+    return docs.loc[sorted(np.concatenate(keep))]
+
+
 def tokenise_documents(
     docs: pd.DataFrame, options: dict, seed: int, where: str = "the dataset"
 ) -> tuple[pd.DataFrame, dict, dict]:
@@ -148,14 +158,7 @@ def tokenise_documents(
     if missing:
         raise AttnauditError(f"documents are missing columns {sorted(missing)}")
     dropped: Counter = Counter()
-    docs = docs.reset_index(drop=True)
-    if options["max_examples"]:
-        # a seeded, stratified-by-split slice for quick runs (tests/config.yaml)
-        keep = [
-            g.sample(n=min(len(g), options["max_examples"]), random_state=seed).index
-            for _, g in docs.groupby("split", sort=True)
-        ]
-        docs = docs.loc[sorted(np.concatenate(keep))]
+    docs = quick_slice(docs.reset_index(drop=True), options["max_examples"], seed)
     tokens = tokenize_texts(docs["text"].fillna("").tolist(), lowercase=options["lowercase"])
     docs = docs.assign(tokens=tokens, n_tokens=[len(t) for t in tokens])
     query = "query" in docs.columns  # QA/NLI (J&W §3): the question/hypothesis, tokenised the same way
@@ -318,7 +321,7 @@ def check_splits(
 def check_user_dataset(dataset: str, corpus: str, entry: dict, options: dict, seed: int) -> None:
     """Before any job runs: the user corpus ``corpus`` (``corpora.user.<corpus>``) can be read and split into
     train/dev/test with every class of the corpus in each split, as :func:`tokenise_documents` will split it once
-    empty documents are dropped (its length filters aside)."""
+    ``max_examples`` has sliced it and empty documents are dropped (its length filters aside)."""
     from attnaudit.corpora.readers import read_user
 
     documents, info = read_user(corpus, entry)
@@ -330,9 +333,12 @@ def check_user_dataset(dataset: str, corpus: str, entry: dict, options: dict, se
             "the test rows (dev, if absent, is carved from train by dev_fraction), or leave out split_column for "
             "seeded random train/dev/test splits"
         )
+    options = {**DEFAULTS, **options}
+    documents = quick_slice(documents.reset_index(drop=True), options["max_examples"], seed)
     blank = documents["text"].map(lambda text: not clean_text(text).translate(_NO_JOINERS).strip())
     documents = documents[~blank]  # the tokeniser drops documents without tokens
     try:
-        check_splits(assign_splits(documents, {**DEFAULTS, **options}, seed), where, True, info["label_names"])
+        check_splits(assign_splits(documents, options, seed), where, True, info["label_names"])
     except AttnauditError as err:
-        raise named_error(err, where) from err
+        sliced = options["max_examples"] and f" (of the {len(documents)} documents tokenise.max_examples keeps)"
+        raise named_error(err, where, sliced or "") from err
