@@ -28,6 +28,7 @@ from attnaudit.modelsheet import (
     fields_read,
     final_epoch_sources,
     sheet,
+    without_restated_defaults,
 )
 from attnaudit.tokenise.tokenisation import check_user_dataset
 from attnaudit.wiegreffe_pinter.options import resolve as resolve_wp_options
@@ -300,7 +301,8 @@ def train_spec(dataset, model):
         **DATASETS[dataset].get("train_per_encoder", {}).get(encoder, {}),
         **fields,
     }
-    return fields_read(spec, qa=is_qa(dataset))  # a field the model does not read is not its job's parameter
+    # a field the model does not read, or one that restates its default, is not its job's parameter
+    return without_restated_defaults(fields_read(spec, qa=is_qa(dataset)))
 
 
 def model_dir(dataset, model):

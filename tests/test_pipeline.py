@@ -81,6 +81,25 @@ def test_every_job_has_a_benchmark_file_beside_its_log(pipeline_run):
     assert re.search(r"^1 +[\d.]+ +[\d.]+ +[\d.]+$", printed, re.M) and "critical path: corpora: logs/" in printed
 
 
+def test_writing_out_a_default_reruns_nothing(pipeline_run, tmp_path):
+    """A config that writes out what was the default (a training field's default value, a sheet field that restates
+    it, a model field no model of that encoder reads) plans nothing on the finished run: only what a model trains
+    with is its job's parameter."""
+    workdir, config = pipeline_run
+    cfg = yaml.safe_load(config.read_text())
+    cfg.setdefault("train", {}).update({"dropout": 0.0, "clip": None, "patience": None, "max_batch_tokens": 16384})
+    planted = cfg["datasets"]["planted"]
+    planted.setdefault("train", {}).update({"lstm_layers": 1, "cnn_kernels": [1, 3, 5, 7], "freeze_embeddings": False})
+    planted.setdefault("train_per_encoder", {}).update({"average": {"average_hidden": 256, "eval_batch_size": 256}})
+    restated = tmp_path / "restated.yaml"
+    restated.write_text(yaml.safe_dump(cfg, sort_keys=False))  # the sheet's order is the tables' row order
+    out = snakemake(workdir, "-n", config=restated).stdout
+    assert "Nothing to be done" in out, out[-3000:]
+    planted["train"]["dropout"] = 0.1  # a value that is not the default is a parameter: the control
+    restated.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    assert "rule train:" in snakemake(workdir, "-n", config=restated).stdout
+
+
 def test_one_variant_change_reruns_only_its_branch(pipeline_run, tmp_path):
     shared, config = pipeline_run
     workdir = tmp_path / "copy"  # the session's run stays as it is for the Slurm comparison

@@ -33,9 +33,38 @@ VARIANT_DEFAULTS = {"encoder": "lstm", "attention": "additive", "regulariser": "
 #: what a regulariser brings unless the variant's fields say otherwise: T&Š §3.1 tie the MLM decoder to the input
 #: embedding matrix "and keep them frozen during training", so an mlm variant trains with fixed embeddings
 REGULARISER_DEFAULTS = {"mlm": {"freeze_embeddings": True}}
+#: every training field and its default: J&W's Appendix A, and what the other papers' variants leave unchanged
+TRAINING_DEFAULTS = {
+    **VARIANT_DEFAULTS,  # regulariser: T&Š §3.1's concat, residual, tying, mlm; objective: W&P §4's imitate
+    "seed": 0,
+    "clip": None,  # max gradient norm (T&Š: 5)
+    "lstm_layers": 1,
+    "mlp_hidden": 128,
+    "epochs": 8,
+    "batch_size": 32,
+    "lr": 1e-3,
+    "weight_decay": 1e-5,
+    "selection": "best",  # best dev epoch (by selection_metric) or "last"
+    "selection_metric": "macro_f1",
+    "class_weighting": False,
+    "dropout": 0.0,
+    "lstm_hidden": 128,
+    "cnn_kernels": [1, 3, 5, 7],
+    "cnn_filters": 64,
+    "average_hidden": 256,
+    "eval_batch_size": 256,
+    "patience": None,  # epochs without a better dev score before stopping (selection: best); None: all epochs
+    "freeze_embeddings": False,
+    "attend_to_markers": False,  # α is 0 on <s>, </s> (J&W's and W&P's code mask them)
+    "max_batch_tokens": 16384,  # padded tokens per batch at most: a long document cannot blow up memory
+}
 #: training fields every model's job parameters carry even where the config leaves them out, so that a study trained
-#: before such a default existed (or changed) retrains: earlier releases' attention weighed <s>, </s>
-EXPLICIT_DEFAULTS = {"attend_to_markers": False}
+#: before such a default existed (or changed) retrains: J&W's Appendix A optimisation and selection (which the
+#: default config writes out), and attend_to_markers (earlier releases' attention weighed <s>, </s>)
+EXPLICIT_DEFAULTS = {
+    key: TRAINING_DEFAULTS[key]
+    for key in ("epochs", "batch_size", "lr", "weight_decay", "selection", "selection_metric", "attend_to_markers")
+}
 #: fields that choose an epoch of a training run or name its model, not how it trains (if no ``patience`` stops it)
 SELECTION_FIELDS = ("variant", "selection", "selection_metric", "patience")
 #: training fields that only one encoder reads; a QA/NLI model also reads decoder_hidden (lstm_hidden if unset)
@@ -56,6 +85,19 @@ def fields_read(spec: dict, qa: bool = False) -> dict:
     specific = {field for fields in ENCODER_FIELDS.values() for field in fields} | set(QA_FIELDS)
     read = {*ENCODER_FIELDS.get(spec["encoder"], ()), *(QA_FIELDS if qa else ())}
     return {key: value for key, value in spec.items() if key not in specific - read}
+
+
+def without_restated_defaults(spec: dict) -> dict:
+    """``spec`` without the fields that only restate their default (``train: {dropout: 0.0}``, ``lstm_layers: 1``),
+    so that writing a default out changes no job's parameters and retrains nothing. What names the model (its
+    variant fields, seed, class weighting), its regulariser's defaults and :data:`EXPLICIT_DEFAULTS` stay."""
+    kept = {"variant", "seed", "class_weighting", *VARIANT_DEFAULTS, *EXPLICIT_DEFAULTS}
+    kept |= REGULARISER_DEFAULTS.get(spec.get("regulariser"), {}).keys()
+    return {
+        key: value
+        for key, value in spec.items()
+        if key in kept or key not in TRAINING_DEFAULTS or value != TRAINING_DEFAULTS[key]
+    }
 
 
 def format_model_id(variant: str, seed: int) -> str:

@@ -42,40 +42,15 @@ from attnaudit.models import (
 )
 from attnaudit.models.config import config_fields
 from attnaudit.models.qa import build_qa_model
-from attnaudit.modelsheet import EXPLICIT_DEFAULTS, REGULARISER_DEFAULTS, SELECTION_FIELDS
+from attnaudit.modelsheet import REGULARISER_DEFAULTS, SELECTION_FIELDS, TRAINING_DEFAULTS
 from attnaudit.objectives import TrainingContext, terms_for
 from attnaudit.specials import SPECIALS
 from attnaudit.train.teachers import attach_guides, attach_teacher
 
 log = logging.getLogger(__name__)
 
-DEFAULTS = {
-    "encoder": "lstm",
-    "attention": "additive",
-    "regulariser": "base",  # base, concat, residual, tying (delta), mlm (eta, mlm_probability): T&Š §3.1
-    "objective": "classify",  # or imitate (W&P §4: teacher, lambda)
-    "seed": 0,
-    "clip": None,  # max gradient norm (T&Š: 5)
-    "lstm_layers": 1,
-    "mlp_hidden": 128,
-    "epochs": 8,
-    "batch_size": 32,
-    "lr": 1e-3,
-    "weight_decay": 1e-5,
-    "selection": "best",  # best dev epoch (by selection_metric) or "last"
-    "selection_metric": "macro_f1",
-    "class_weighting": False,
-    "dropout": 0.0,
-    "lstm_hidden": 128,
-    "cnn_kernels": [1, 3, 5, 7],
-    "cnn_filters": 64,
-    "average_hidden": 256,
-    "eval_batch_size": 256,
-    "patience": None,  # epochs without a better dev score before stopping (selection: best); None: all epochs
-    "freeze_embeddings": False,
-    **EXPLICIT_DEFAULTS,  # attend_to_markers: False, α is 0 on <s>, </s> (J&W's and W&P's code mask them)
-    "max_batch_tokens": 16384,  # padded tokens per batch at most: a long document cannot blow up memory
-}
+#: every training field's default (J&W's Appendix A); kept with the model sheet, which the workflow reads without torch
+DEFAULTS = TRAINING_DEFAULTS
 #: fields a model-sheet entry may add to :data:`DEFAULTS`: its name, teachers, its objective's weights, QA's decoder
 SHEET_FIELDS = ("variant", "guide", "teacher", "lambda", "delta", "eta", "mlm_probability", "decoder_hidden")
 
