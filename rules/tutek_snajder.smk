@@ -122,6 +122,7 @@ rule ts_figures:
     input:
         ts_run_files(["fragility", "token_probability"]),
         imitations=ts_imitations,
+        manifest=lambda wc: manifest_path(wc.dataset),
     output:
         fragility=report(
             "results/figures/tutek_snajder/{dataset}/fragility.png",
@@ -155,7 +156,8 @@ rule ts_figures:
         "python -m attnaudit tutek-snajder figures --runs {params.runs:q} --out-fragility {output.fragility:q}"
         " --out-token-probability {output.token_probability:q} --out-adversary {output.adversary:q}"
         " --imitations {input.imitations:q} --n-examples {params.figures[n_examples]}"
-        " --max-tokens {params.figures[max_tokens]} --dataset {wildcards.dataset} --f1 {params.f1} > {log:q} 2>&1"
+        " --max-tokens {params.figures[max_tokens]} --dataset {wildcards.dataset} --f1 {params.f1}"
+        " --manifest {input.manifest:q} > {log:q} 2>&1"
 
 
 rule ts_summary:

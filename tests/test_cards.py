@@ -207,6 +207,22 @@ def test_card_names_missing_audits(tmp_path):
     assert "Missing audits" in html.read_text() and "absent.json" in html.read_text()
 
 
+def test_a_right_to_left_class_name_keeps_its_number_beside_it(tmp_path):
+    """ "per class: שלום 0.700, pos 0.880" laid out by the bidi algorithm would put 0.700 before שלום: each class name
+    is isolated, by ``<bdi>`` in the HTML card and by Unicode's FSI … PDI in the markdown card."""
+    metrics = tmp_path / "metrics.json"
+    metrics.write_text(json.dumps({"test": {"accuracy": 0.8, "macro_f1": 0.79, "per_class_f1": [0.7, 0.88]}}))
+    summaries = {"a": _summary_file(tmp_path, "a", "Audit A", True)}
+    names = ["\u05e9\u05dc\u05d5\u05dd", "pos"]
+    paths = [tmp_path / f"c.{ext}" for ext in ("json", "html", "md")]
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps({"label_names": names}), encoding="utf-8")
+    run_card("d", "m", str(metrics), summaries, *paths, manifest=str(manifest))
+    html, markdown = paths[1].read_text(encoding="utf-8"), paths[2].read_text(encoding="utf-8")
+    assert all(f"test F1 (<bdi>{name}</bdi>)" in html for name in names)
+    assert f"per class: \u2068{names[0]}\u2069 0.700, \u2068pos\u2069 0.880" in markdown
+
+
 def test_card_html_escapes_text(tmp_path):
     metrics = tmp_path / "metrics.json"
     metrics.write_text(json.dumps({"test": {"macro_f1": 0.5}}))

@@ -548,6 +548,16 @@ def test_user_labels_listed_in_label_names_are_classes_whatever_they_look_like(t
     assert manifest["label_names"] == ["false", "true"] and frame["label"].tolist() == [1, 0]
 
 
+def test_user_labels_and_ids_are_cleaned_like_the_text(tmp_path):
+    """A label or id differs from another only by what nobody sees (a zero-width space, a right-to-left override, a
+    decomposed accent): the same NFC and format-character cleaning as the documents makes them one."""
+    content = "id,text,label\na,x,pos\nb\u200b,y,pos\u200b\nc,z,caf\u00e9\nd,w,cafe\u0301\ne,v,\u202eneg\n"
+    cfg = _user(tmp_path, "u.csv", content, id_column="id")
+    frame, manifest = build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)
+    assert manifest["label_names"] == ["caf\u00e9", "neg", "pos"] and frame["label"].tolist() == [2, 2, 0, 0, 1]
+    assert frame["id"].tolist() == ["a", "b", "c", "d", "e"]
+
+
 def test_user_csv_document_longer_than_the_csv_modules_field_limit(tmp_path):
     """Python's csv module stops at 131,072 characters a field unless told otherwise; one long review passes it."""
     long = "word " * 40_000

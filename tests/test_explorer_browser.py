@@ -239,3 +239,28 @@ def test_tokens_with_bidi_controls_stay_in_order(page, tmp_path):
     # the class name's override stays inside it: the line's own words keep their order
     assert words_in_reading_order(page, ".instance .meta", ["label", "predicted", "JSD", "valid"])
     assert not page.errors, page.errors
+
+
+def test_a_very_long_token_wraps_inside_the_page(page, tmp_path):
+    """A 300-character token (a URL, a run of one letter) wraps inside its box: the explorer's instance view and the
+    J&W heatmap page stay as wide as the window instead of scrolling sideways."""
+    from attnaudit.explorer.build import build_site
+    from attnaudit.jain_wallace.heatmaps import render
+
+    page.set_viewport_size({"width": 1280, "height": 800})
+    long = "X" * 300
+    entry = make_results(tmp_path, n_instances=12, n_tokens=8, special=long)
+    build_site([entry], tmp_path / "explorer", options={"page_size": 5})
+    page.goto((tmp_path / "explorer" / "index.html").as_uri() + "#/instance/synth/m-s0/0")
+    page.wait_for_selector("#tokens .tok")
+    assert page.locator("#tokens .tok").nth(1).text_content() == long
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+    weights = np.linspace(0.05, 0.2, 8)
+    chosen = pd.DataFrame(
+        {"id": ["i0"], "label": [0], "predicted_class": [0], "eps_max_jsd": [0.3], "max_attention": [0.2]}
+        | {"n_valid": [2], "attention": [weights], "adversarial_attention": [weights[::-1]], "best_tvd": [0.01]}
+    )
+    tokens = ["<s>", long, "a", "long", "token", "in", "here", "</s>"]
+    page.set_content(render("synth", "m-s0", chosen, {"i0": tokens}, 0.01, ["neg", "pos"]))
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+    assert not [e for e in page.errors if not e.startswith("network: file")], page.errors

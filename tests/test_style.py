@@ -3,6 +3,7 @@ configuration the repository ships: a config that no longer builds its DAG fails
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -64,3 +65,19 @@ def test_report_captions_are_valid_rst(caption):
         caption.read_text(), settings_overrides={"warning_stream": errors, "report_level": 3, "halt_level": 5}
     )
     assert not errors.getvalue(), errors.getvalue()
+
+
+TEXT_IO = re.compile(r"\.(read_text|write_text|open)\(|(?<![\w.])open\(")
+
+
+def test_every_text_file_is_read_and_written_as_utf8():
+    """Cards, tables, the explorer's data and every JSON the stages exchange hold a corpus's own text and labels: on a
+    machine whose locale is not UTF-8 (Windows' cp1252) a file opened without ``encoding`` would fail on a Hebrew label
+    or mangle an accented one. Every text read or write in the package names its encoding (binary ones their mode)."""
+    unnamed = []
+    for path in sorted((REPO / "src").rglob("*.py")):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            call = TEXT_IO.search(line.split("#")[0])
+            if call and not re.search(r"encoding=|[\"'][rwax]b[\"']|(tarfile|gzip|bz2|lzma)\.open\(|urlopen", line):
+                unnamed.append(f"{path.relative_to(REPO)}:{number}: {line.strip()}")
+    assert not unnamed, "\n".join(unnamed)

@@ -4,6 +4,7 @@ are recorded, tables/figures/summary are written from crafted run records, and t
 
 import json
 import math
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -532,6 +533,29 @@ def test_token_probability_figure_draws_dollar_tokens_literally(crafted_runs, tm
     renderer = FigureCanvasAgg(fig).get_renderer()
     literal = fig.text(0, 0, "a$b$c", parse_math=False).get_window_extent(renderer)
     assert fig.text(0, 0, plain_text("a$b$c")).get_window_extent(renderer).width == literal.width
+
+
+def test_token_probability_figure_names_the_classes(crafted_runs, tmp_path, monkeypatch):
+    """Fig. 2's panel titles name the true and predicted class by the corpus's label names, as J&W's figures do,
+    where there is a manifest; by index where there is none."""
+    import attnaudit.tutek_snajder.figures as figures
+
+    titles = {}
+
+    def keep_titles(fig, out):
+        titles[Path(out).stem] = [ax.get_title() for ax in fig.axes if ax.get_title()]
+
+    monkeypatch.setattr(figures, "save_figure", keep_titles)
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps({"label_names": ["negative", "positive"]}), encoding="utf-8")
+    outs = [tmp_path / f"{name}.png" for name in ("fragility", "tokens", "adversary")]
+    write_figures(crafted_runs, *outs, n_examples=2, manifest=str(manifest))
+    named = titles["tokens"]
+    write_figures(crafted_runs, *outs, n_examples=2)
+    assert len(named) == 2 and all(
+        re.search(r"label (negative|positive), predicted (negative|positive)$", t) for t in named
+    )
+    assert all(re.search(r"label [01], predicted [01]$", t) for t in titles["tokens"])
 
 
 def test_figure_instances_are_shared_correct_and_short():

@@ -63,7 +63,7 @@ def schema_error_message(error: ValidationError, root: str = "") -> str:
 
 def section_schema(schema_file: str | Path, keys: tuple[str, ...]) -> dict:
     """The schema of ``config[keys[0]][keys[1]]…`` (through ``properties``), with the schema's definitions."""
-    schema = yaml.safe_load(Path(schema_file).read_text())
+    schema = yaml.safe_load(Path(schema_file).read_text(encoding="utf-8"))
     part = schema
     for key in keys:
         part = part["properties"][key]
@@ -79,7 +79,7 @@ def check_section(data, schema_file: str | Path, keys: tuple[str, ...], where: s
 
 def check_config(config: dict, schema_file: str | Path) -> None:
     """Stop on the first (most relevant) violation of the whole config's schema, integers checked strictly."""
-    errors = list(StrictValidator(yaml.safe_load(Path(schema_file).read_text())).iter_errors(config))
+    errors = list(StrictValidator(yaml.safe_load(Path(schema_file).read_text(encoding="utf-8"))).iter_errors(config))
     if errors:
         raise AttnauditError(schema_error_message(best_match(errors)))
 

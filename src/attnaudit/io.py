@@ -133,12 +133,12 @@ def load_npy(path: str | os.PathLike) -> np.ndarray:
 
 def write_json(path: str | os.PathLike, obj: Any) -> None:
     with atomic_path(path) as tmp:
-        tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n")
+        tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n", encoding="utf-8")
 
 
 def read_json(path: str | os.PathLike) -> Any:
     path = Path(path)
-    text = path.read_text()
+    text = path.read_text(encoding="utf-8")
     try:
         return json.loads(text)
     except ValueError as err:
@@ -152,7 +152,7 @@ def write_parquet(path: str | os.PathLike, frame: pd.DataFrame) -> None:
 
 def write_text(path: str | os.PathLike, text: str) -> None:
     with atomic_path(path) as tmp:
-        tmp.write_text(text)
+        tmp.write_text(text, encoding="utf-8")
 
 
 def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:

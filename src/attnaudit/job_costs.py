@@ -102,7 +102,7 @@ def read_dag(summary, benchmarks: str | Path) -> dict[tuple[str, str], Job]:
     """The jobs of a ``snakemake --detailed-summary`` table (a path, or an open file) with the wall seconds of each
     job's benchmark file under ``benchmarks``: ``logs/{rule}/….log`` → ``{benchmarks}/{rule}/….tsv``."""
     if isinstance(summary, str | Path):
-        with open(summary, newline="") as handle:
+        with open(summary, newline="", encoding="utf-8") as handle:
             return read_dag(handle, benchmarks)
     csv.field_size_limit(sys.maxsize)  # a gather's input list is one field
     reader = csv.DictReader(summary, delimiter="\t")

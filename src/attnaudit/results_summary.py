@@ -72,7 +72,7 @@ def bastings_filippova_section(tables: Path, model: str) -> list[str]:
 
 
 def lines(path: Path) -> list[str]:
-    return path.read_text().rstrip().splitlines()
+    return path.read_text(encoding="utf-8").rstrip().splitlines()
 
 
 def copied(path: Path, paper: str) -> list[str]:
@@ -129,7 +129,7 @@ def summary(
 
 def update_readme(readme: str | Path, text: str, block: str = "results") -> None:
     path = Path(readme)
-    content = path.read_text()
+    content = path.read_text(encoding="utf-8")
     start, end = f"<!-- {block}:start -->", f"<!-- {block}:end -->"
     if start not in content or end not in content:
         raise AttnauditError(f"{readme} has no {start} … {end} block to replace")

@@ -71,7 +71,7 @@ def blocks(text: str) -> list[tuple[str, list[str]]]:
 def combined_markdown(paths: dict[str, Path]) -> str:
     """One document: when every dataset's document has the same text and table headers (a table generator's
     output), its tables with the rows of every dataset; otherwise one section per dataset."""
-    texts = {dataset: path.read_text() for dataset, path in paths.items()}
+    texts = {dataset: path.read_text(encoding="utf-8") for dataset, path in paths.items()}
     if len(texts) == 1:
         return next(iter(texts.values()))
     parsed = [blocks(text) for text in texts.values()]

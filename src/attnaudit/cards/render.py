@@ -6,6 +6,10 @@ from html import escape
 
 from attnaudit.tables import markdown_cell as md
 
+#: Unicode's first-strong isolate and its pop: in plain text (markdown), a right-to-left class name between them keeps
+#: its number on its own side, as ``<bdi>`` does in HTML
+ISOLATE, POP_ISOLATE = "\u2068", "\u2069"
+
 CSS = """
 body{font-family:system-ui,sans-serif;max-width:60rem;margin:1.5rem auto;padding:0 1rem;color:#222}
 table{border-collapse:collapse;margin:.5rem 0 1rem}td,th{border:1px solid #ccc;padding:.25rem .5rem;text-align:left}
@@ -49,7 +53,9 @@ def card_html(card: dict) -> str:
         f"<tr><th>test macro-F1</th><td>{fmt(m['test_macro_f1'])}</td></tr>",
         f"<tr><th>test accuracy</th><td>{fmt(m['test_accuracy'])}</td></tr>",
     ]
-    parts += [f"<tr><th>test F1 ({e(str(k))})</th><td>{fmt(v)}</td></tr>" for k, v in m["per_class_f1"].items()]
+    parts += [
+        f"<tr><th>test F1 (<bdi>{e(str(k))}</bdi>)</th><td>{fmt(v)}</td></tr>" for k, v in m["per_class_f1"].items()
+    ]
     parts.append("</table>")
     for s in card["sections"]:
         parts.append(f"<h2>{e(s['title'])}</h2><p class='cite'>{e(s['citation'])}</p>")
@@ -90,7 +96,7 @@ def card_markdown(card: dict) -> str:
         f"*Verdict rule:* {md(card['verdict']['rule'])}",
         "",
         f"Test macro-F1 {fmt(m['test_macro_f1'])}, accuracy {fmt(m['test_accuracy'])}; per class: "
-        + ", ".join(f"{md(k)} {fmt(v)}" for k, v in m["per_class_f1"].items()),
+        + ", ".join(f"{ISOLATE}{md(k)}{POP_ISOLATE} {fmt(v)}" for k, v in m["per_class_f1"].items()),
     ]
     for s in card["sections"]:
         lines += ["", f"## {md(s['title'])}", "", f"*{md(s['citation'])}*", ""]

@@ -215,7 +215,7 @@ def _obtain_tree(tree: CorpusTree, raw_dir: Path, mirror_dir: Path | None) -> di
     if not dest.exists():
         _obtain(tree.archive, raw_dir, mirror_dir)
         extract(raw_dir / tree.archive.path, raw_dir, tree)
-    archive = json.loads(marker.read_text())
+    archive = json.loads(marker.read_text(encoding="utf-8"))
     if "files" not in archive:
         raise AttnauditError(
             f"{dest} was extracted by an attnaudit that did not record its files' sha256; delete it and rerun "
@@ -330,7 +330,7 @@ def extract(archive: Path, raw_dir: Path, tree: CorpusTree) -> None:
             raise AttnauditError(f"{archive}: expected a top-level folder {tree.archive_prefix!r} in the archive")
         files = {p.relative_to(src).as_posix(): sha256_file(p) for p in sorted(src.rglob("*")) if p.is_file()}
         marker = {"archive": archive.name, "sha256": tree.archive.sha256, "files": files}
-        (src / VERIFIED_MARKER).write_text(json.dumps(marker))
+        (src / VERIFIED_MARKER).write_text(json.dumps(marker), encoding="utf-8")
         os.rename(src, raw_dir / tree.root)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

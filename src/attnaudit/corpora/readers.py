@@ -24,6 +24,7 @@ import pandas as pd
 
 from attnaudit import AttnauditError
 from attnaudit.io import sha256_file
+from attnaudit.tokenise.tokenisation import JOINERS, clean_text
 
 log = logging.getLogger(__name__)
 
@@ -454,8 +455,8 @@ def checked_label(label: Any, at: str, column: str, label_names: list | None) ->
     """A raw label as read (a stripped string, or a JSON number), or an error naming the line: missing values
     (empty, null, NaN), JSON objects and arrays, and — unless ``label_names`` lists the classes — fractional
     numbers (a score column would make nearly every value a class of one example), are not class labels."""
-    if isinstance(label, str):
-        label = label.strip()
+    if isinstance(label, str):  # in NFC without format characters, as the documents: "café" is one class
+        label = clean_text(label).strip().strip(JOINERS)
     if label is None or label == "" or (isinstance(label, float) and math.isnan(label)):
         raise AttnauditError(f"{at}: missing label in column {column!r}")
     named = label_names is not None and label in {str(name) for name in label_names}
@@ -623,7 +624,9 @@ def read_user(name: str, config: dict) -> tuple[pd.DataFrame, dict]:
         texts.append(text or "")
         values.append(label.strip() if isinstance(label, str) else label)
         splits.append(split)
-        ids.append(valid_unicode(str(record[id_col]), at, id_col) if id_col is not None else f"{name}-{n:06d}")
+        ids.append(
+            clean_text(valid_unicode(str(record[id_col]), at, id_col)) if id_col is not None else f"{name}-{n:06d}"
+        )
         where.append(at)
     if not texts:
         raise AttnauditError(f"{path}: no documents")

@@ -104,7 +104,7 @@ def build_model(entry: dict, examples: pd.DataFrame, out: Path, split: str, opti
         "values": values,
     }
     out.mkdir(parents=True, exist_ok=True)
-    (out / "list.js").write_text(js_assign(f"list:{key}", listing))
+    (out / "list.js").write_text(js_assign(f"list:{key}", listing), encoding="utf-8")
     names, mismatched = list(overlays), {}
     for page, start in enumerate(range(0, n, page_size)):
         rows = range(start, min(n, start + page_size))
@@ -124,7 +124,7 @@ def build_model(entry: dict, examples: pd.DataFrame, out: Path, split: str, opti
                     continue
                 scores[name] = rounded(vals, digits)
             instances.append({"id": listing["ids"][i], "tokens": tokens, "scores": scores})
-        (out / f"page-{page:05d}.js").write_text(js_assign(f"page:{key}:{page}", instances))
+        (out / f"page-{page:05d}.js").write_text(js_assign(f"page:{key}:{page}", instances), encoding="utf-8")
     for name, count in mismatched.items():
         log.warning("%s: %s has a score count unlike the token count for %d instances (not shown)", key, name, count)
     return {
@@ -172,7 +172,7 @@ def build_site(models: list[dict], out_dir: str | Path, *, split: str = "test", 
         log.info("%s/%s: %d instances, %d pages", d, m, index_entry["n_instances"], index_entry["n_pages"])
     index = {"split": split, "label_names": label_names, "models": entries}
     (tmp / "data").mkdir(exist_ok=True)
-    (tmp / "data" / "index.js").write_text(js_assign("index", index))
+    (tmp / "data" / "index.js").write_text(js_assign("index", index), encoding="utf-8")
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)
     return index

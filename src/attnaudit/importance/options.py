@@ -39,7 +39,7 @@ def declared_options() -> dict[str, tuple[str, ...]]:
     without its own ``__init__`` takes its first base's."""
     classes = {}
     for path in sorted(PACKAGE.glob("*.py")):
-        for node in ast.parse(path.read_text(), filename=str(path)).body:
+        for node in ast.parse(path.read_text(encoding="utf-8"), filename=str(path)).body:
             if isinstance(node, ast.ClassDef):
                 classes[node.name] = _class_facts(node)
 

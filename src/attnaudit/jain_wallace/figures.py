@@ -21,7 +21,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from attnaudit.io import read_parquet  # noqa: E402
-from attnaudit.jain_wallace.labels import class_name, label_names  # noqa: E402
+from attnaudit.labels import class_name, label_names  # noqa: E402
 from attnaudit.metrics import LN2  # noqa: E402
 from attnaudit.plotting import attention_violins, class_colour, plain_text, save_figure  # noqa: E402
 

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from attnaudit.io import read_parquet, write_text
-from attnaudit.jain_wallace.labels import class_name, label_names
+from attnaudit.labels import class_name, label_names
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +25,7 @@ h1 { font-size: 1.3em; } h2 { font-size: 1em; margin-bottom: 0.3em; }
 .instance { border-top: 1px solid #ccc; padding: 0.8em 0; }
 .row { margin: 0.3em 0; line-height: 1.9; }
 .label { display: inline-block; width: 7.5em; font-weight: 600; font-size: 0.85em; }
-.tok { padding: 0.1em 0.15em; border-radius: 3px; unicode-bidi: isolate; }
+.tok { padding: 0.1em 0.15em; border-radius: 3px; unicode-bidi: isolate; overflow-wrap: anywhere; }
 .orig .tok { background: rgba(215, 48, 39, var(--w)); }
 .adv .tok { background: rgba(69, 117, 180, var(--w)); }
 .meta { font-size: 0.85em; color: #555; }

@@ -13,8 +13,8 @@ import pandas as pd
 
 from attnaudit.io import read_json, read_parquet, write_text
 from attnaudit.jain_wallace.correlation import method_pairs, pair_name
-from attnaudit.jain_wallace.labels import ALL_CLASSES, class_name, label_names
 from attnaudit.jain_wallace.options import resolve
+from attnaudit.labels import ALL_CLASSES, class_name, label_names
 from attnaudit.modelsheet import parse_model_id
 from attnaudit.tables import markdown_cell
 

@@ -31,7 +31,7 @@ OVERRIDE = "ATTNAUDIT_TANH"
 def cpu_vendor() -> str | None:
     """The ``vendor_id`` of /proc/cpuinfo (``GenuineIntel``, ``AuthenticAMD``, …); None where it cannot be read."""
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
             if line.startswith("vendor_id"):
                 return line.split(":", 1)[1].strip()
     except OSError:

@@ -72,8 +72,8 @@ def tokenize_texts(texts: list[str], *, lowercase: bool = True, batch_size: int 
     Before spaCy, a text loses its format characters (Unicode category Cf: zero-width space, LRM/RLM, bidi
     overrides, soft hyphen, BOM, ...), which are invisible and would make tokens nobody sees or split one word
     into several vocabulary entries, and is put in NFC, so that a composed and a decomposed "café" are one word.
-    ZWNJ and ZWJ are kept, being spelling inside words (Persian and Indic scripts, emoji sequences); a token of
-    nothing else is dropped."""
+    ZWNJ and ZWJ are kept, being spelling inside words (Persian and Indic scripts); spaCy splits an emoji sequence
+    at its joiners, and a token of nothing but joiners is dropped."""
     tokenizer = make_tokenizer()
     out = []
     for doc in tokenizer.pipe(map(clean_text, texts), batch_size=batch_size):

@@ -118,6 +118,7 @@ def add_cli(subparsers) -> None:
     g.add_argument("--max-tokens", type=int, default=fig_defaults["max_tokens"])
     g.add_argument("--dataset", default=None, help="dataset of Fig. 2 (default: the first of the runs)")
     g.add_argument("--f1", choices=["positive", "macro"], default=DEFAULTS["tables"]["f1"])
+    g.add_argument("--manifest", default=None, help="the corpus manifest, whose label_names name Fig. 2's classes")
     g.set_defaults(
         func=lambda a: _run(
             "figures",
@@ -131,6 +132,7 @@ def add_cli(subparsers) -> None:
             max_tokens=a.max_tokens,
             dataset=a.dataset,
             f1=a.f1,
+            manifest=a.manifest,
         )
     )
 

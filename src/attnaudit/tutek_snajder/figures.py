@@ -16,6 +16,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from attnaudit.io import read_json, read_parquet  # noqa: E402
+from attnaudit.labels import class_name, label_names  # noqa: E402
 from attnaudit.metrics import LN2  # noqa: E402
 from attnaudit.plotting import plain_text, save_figure  # noqa: E402
 from attnaudit.tutek_snajder.runs import parse_runs, sort_key  # noqa: E402
@@ -132,10 +133,16 @@ def choose_instances(frames: dict[str, pd.DataFrame], n: int, max_tokens: int) -
 
 
 def token_probability_figure(
-    runs: list[dict], out: str | Path, n_examples: int = 3, max_tokens: int = 30, dataset: str | None = None
+    runs: list[dict],
+    out: str | Path,
+    n_examples: int = 3,
+    max_tokens: int = 30,
+    dataset: str | None = None,
+    names: list[str] | None = None,
 ) -> None:
     """Per-token probability of the predicted class along ``n_examples`` test instances (the same ones for every
-    regulariser), the model's prediction probability dotted (T&Š Fig. 2, App. D Figs. 3–7)."""
+    regulariser), the model's prediction probability dotted (T&Š Fig. 2, App. D Figs. 3–7); ``names``: the
+    corpus's class names (its manifest's ``label_names``), else class indices."""
     dataset, chosen = _pick_models(runs, dataset)
     frames = {r["regulariser"]: read_parquet(r["token_probability"]) for r in chosen}
     ids, note = choose_instances(frames, n_examples, max_tokens) if frames else ([], "")
@@ -162,7 +169,7 @@ def token_probability_figure(
             ax.set_xlabel("token position (words unavailable: no dataset_dir in the run records)")
         ax.set_ylim(0, 1.02)
         ax.set_ylabel("p(ŷ | all attention on t)", fontsize=8)
-        label, predicted = row["label"], row["predicted"]
+        label, predicted = class_name(names or [], row["label"]), class_name(names or [], row["predicted"])
         ax.set_title(
             plain_text(f"{dataset} test instance {instance}: label {label}, predicted {predicted}"), fontsize=9
         )
@@ -236,10 +243,11 @@ def write_figures(
     max_tokens: int = 30,
     dataset: str | None = None,
     f1: str = "positive",
+    manifest: str | Path | None = None,
 ) -> list[Path]:
     runs = parse_runs(runs)
     fragility_figure(runs, out_fragility, f1)
-    token_probability_figure(runs, out_token_probability, n_examples, max_tokens, dataset)
+    token_probability_figure(runs, out_token_probability, n_examples, max_tokens, dataset, label_names(manifest))
     adversary_figure(load_imitations(imitations, runs), out_adversary)
     paths = [Path(p) for p in (out_fragility, out_token_probability, out_adversary)]
     log.info("T&Š figures → %s", ", ".join(map(str, paths)))

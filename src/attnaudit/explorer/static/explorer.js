@@ -128,9 +128,11 @@
     box.appendChild(el("p", { "class": "verdict", id: "verdict" }, [el("b", { text: "Verdict: " }), card.verdict.line]));
     box.appendChild(el("p", { "class": "cite", text: "Verdict rule: " + card.verdict.rule }));
     var m = card.metrics;
-    var metrics = "test macro-F1 " + fmt(m.test_macro_f1) + ", accuracy " + fmt(m.test_accuracy) + "; per class: " +
-      Object.keys(m.per_class_f1 || {}).map(function (k) { return k + " " + fmt(m.per_class_f1[k]); }).join(", ");
-    box.appendChild(el("p", { text: metrics }));
+    var metrics = ["test macro-F1 " + fmt(m.test_macro_f1) + ", accuracy " + fmt(m.test_accuracy) + "; per class: "];
+    Object.keys(m.per_class_f1 || {}).forEach(function (k, i) {  // <bdi>: a right-to-left class name keeps its number
+      metrics.push((i ? ", " : ""), el("bdi", { text: k }), " " + fmt(m.per_class_f1[k]));
+    });
+    box.appendChild(el("p", { id: "per-class" }, metrics));
     card.sections.forEach(function (s) {
       var sec = el("div", { "class": "card-section" }, [el("h3", { text: s.title }), el("div", { "class": "cite", text: s.citation })]);
       if (s.numbers.length) {

@@ -1,5 +1,6 @@
-"""Class names in the J&W tables, figures and heatmaps: the corpus manifest's ``label_names`` (a user corpus's
-``label_names`` config, the registry's names for the built-in corpora), the class index where there are none."""
+"""Class names in the J&W tables, figures and heatmaps and T&Š's Fig. 2: the corpus manifest's ``label_names`` (a
+user corpus's ``label_names`` config, the registry's names for the built-in corpora), the class index where there are
+none."""
 
 from __future__ import annotations
 
