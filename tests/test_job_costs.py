@@ -41,6 +41,31 @@ def test_a_wrong_folder_or_an_unreadable_file_is_named(tmp_path):
         (tmp_path / "train" / "x.tsv").write_text(broken)
         with pytest.raises(AttnauditError, match=r"x.tsv: not a Snakemake benchmark file with rows"):
             summarise(tmp_path)
+    for broken in (HEADER + "1\t0:00:01\tabc\t0\t0\t0\t0\t0\t0\t1\n", b"\xff\xfes\x00"):
+        path = tmp_path / "train" / "x.tsv"
+        path.write_bytes(broken) if isinstance(broken, bytes) else path.write_text(broken)
+        with pytest.raises(AttnauditError, match=r"x.tsv: not a Snakemake benchmark file with rows"):
+            summarise(tmp_path)
+    (tmp_path / "results").mkdir()  # the wrong folder: it exists but holds no benchmark file
+    with pytest.raises(AttnauditError, match=r"results: no benchmark files \(\*.tsv\) below it"):
+        summarise(tmp_path / "results")
+
+
+def test_what_snakemake_could_not_measure_is_left_out_of_the_sums(tmp_path):
+    """Snakemake writes "-" for what it could not sample (a job of a fraction of a second): not a number, not 0."""
+    bench(tmp_path, "card/sst/a.tsv", 0.4, "-", rss="-")
+    bench(tmp_path, "card/sst/b.tsv", 0.6, 0.5, rss=12.0)
+    rules = summarise(tmp_path)
+    assert rules.loc["card", "jobs"] == 2 and rules.loc["card", "seconds_sum"] == approx(1.0)
+    assert rules.loc["card", "cpu_seconds_sum"] == approx(0.5) and rules.loc["card", "peak_rss_mb"] == 12.0
+
+
+def test_a_dag_without_slots_is_refused(tmp_path, capsys):
+    from attnaudit.cli import main
+
+    bench(tmp_path, "train/sst/lstm-s0.tsv", 10, 8)
+    assert main(["job-costs", str(tmp_path), "--dag", "-"]) == 2
+    assert "--dag needs --slots" in capsys.readouterr().err
 
 
 SUMMARY_HEADER = "output_file\tdate\trule\tlog-file(s)\tinput-file(s)\tshellcmd\tstatus\tplan\n"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
 import pytest
 
 from attnaudit import AttnauditError
@@ -67,9 +68,29 @@ def test_a_paper_without_tables_or_markers_out_of_order_leave_the_readme_alone(t
     readme.write_text(published)
     args = ["results", "--results", str(tmp_path / "results"), "--readme", str(readme)]
     assert main([*args, "--papers", "jain_wallace", "tutek_snajder"]) == 2
+    assert main([*args, "--papers", "jain_wallace", "bastings_filippova"]) == 2  # B&F's table too
     assert readme.read_text() == published
     for broken in ("<!-- b:end -->\n<!-- b:start -->\n", "<!-- b:start -->\n<!-- b:end -->\n" * 2):
         readme.write_text(broken)
         with pytest.raises(AttnauditError, match="expected one <!-- b:start --> followed by one <!-- b:end -->"):
             update_readme(readme, "t", "b")
         assert readme.read_text() == broken
+
+
+def test_a_model_without_bf_rows_is_named(tmp_path, capsys):
+    """``--model`` names the model of B&F's AOPC ranking: one the table does not hold used to drop the ranking from
+    the README block without a word."""
+    write_tables(tmp_path / "results")
+    bf = tmp_path / "results" / "tables" / "bastings_filippova"
+    bf.mkdir(parents=True)
+    rows = [("adr", "lstm-additive-base-s0", method, 0.3 - i / 10, 0.1) for i, method in enumerate(["gradient", "loo"])]
+    frame = pd.DataFrame(rows, columns=["dataset", "model", "method", "comprehensiveness", "sufficiency"])
+    frame.assign(k="aopc", variant="deletion", ranking="signed").to_csv(bf / "faithfulness.csv", index=False)
+    readme = tmp_path / "README.md"
+    readme.write_text("<!-- results:start -->\npublished\n<!-- results:end -->\n")
+    args = ["results", "--results", str(tmp_path / "results"), "--readme", str(readme)]
+    args += ["--papers", "jain_wallace", "bastings_filippova"]
+    assert main([*args, "--model", "lstm-additive-base-s1"]) == 2
+    assert "--model 'lstm-additive-base-s1': no B&F AOPC rows" in capsys.readouterr().err
+    assert main([*args, "--model", "lstm-additive-base-s0"]) == 0
+    assert "| 1 | gradient | 0.300 | 0.100 |" in readme.read_text()

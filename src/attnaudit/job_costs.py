@@ -38,14 +38,19 @@ def collect(root: str | Path) -> pd.DataFrame:
         raise AttnauditError(f"{root}: not a folder (expected the workflow's benchmarks/ folder)")
     for path in sorted(root.rglob("*.tsv")):
         try:
-            last = pd.read_csv(path, sep="\t").iloc[-1]  # the last repeat
+            # the last repeat; Snakemake writes "-" for what it could not measure (a job too short to sample)
+            last = pd.read_csv(path, sep="\t", na_values=["-"], encoding="utf-8").iloc[-1]
             row = {"seconds": float(last["s"]), "max_rss_mb": float(last["max_rss"])}
-        except (pd.errors.EmptyDataError, pd.errors.ParserError, KeyError, IndexError) as err:
+            row["cpu_seconds"] = float(last["cpu_time"]) if "cpu_time" in last else float("nan")
+        except (pd.errors.EmptyDataError, pd.errors.ParserError, KeyError, IndexError, ValueError) as err:
             raise AttnauditError(
                 f"{path}: not a Snakemake benchmark file with rows (s, max_rss, …): {type(err).__name__}: {err}"
             ) from None
-        row["cpu_seconds"] = float(last["cpu_time"]) if "cpu_time" in last else float("nan")
         rows.append({"rule": path.relative_to(root).parts[0], "job": str(path.relative_to(root)), **row})
+    if not rows:
+        raise AttnauditError(
+            f"{root}: no benchmark files (*.tsv) below it (expected the workflow's benchmarks/ folder)"
+        )
     return pd.DataFrame(rows, columns=["rule", "job", "seconds", "cpu_seconds", "max_rss_mb"])
 
 
@@ -216,6 +221,8 @@ def print_costs(args) -> None:
         print(table.round(1).to_string())
         print("critical path: " + " → ".join(path))
     else:
+        if args.dag:
+            raise AttnauditError("--dag needs --slots: the numbers of job slots to predict the run's wall time on")
         print((per_model if args.per_model else summarise)(args.root).to_string())
 
 

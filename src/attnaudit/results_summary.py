@@ -54,10 +54,20 @@ def jain_wallace_section(tables: Path, metrics_root: Path) -> list[str]:
 
 
 def bastings_filippova_section(tables: Path, model: str) -> list[str]:
+    """B&F's AOPC ranking of ``model``; a missing table or a model it does not hold stops (a README section would
+    otherwise lose its table without a word)."""
     if not (tables / "faithfulness.csv").exists():
-        return [f"*{tables}/faithfulness.csv is missing: run `snakemake --cores all` first.*"]
+        raise AttnauditError(
+            f"{tables}/faithfulness.csv is missing: run the pipeline first, or leave bastings_filippova out "
+            "(--papers without bastings_filippova)"
+        )
     faith = pd.read_csv(tables / "faithfulness.csv")
     aopc = faith[(faith["k"] == "aopc") & (faith["variant"] == "deletion") & (faith["ranking"] == "signed")]
+    if model not in set(aopc["model"]):
+        raise AttnauditError(
+            f"--model {model!r}: no B&F AOPC rows in {tables}/faithfulness.csv; "
+            f"its models are {sorted(set(aopc['model']))}"
+        )
     lines = []
     for (dataset, name), group in aopc.groupby(["dataset", "model"], sort=False):
         if name != model:
