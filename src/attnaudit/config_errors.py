@@ -11,6 +11,7 @@ otherwise settle silently by keeping the last."""
 from __future__ import annotations
 
 import re
+from functools import cache
 from pathlib import Path
 
 import yaml
@@ -61,9 +62,15 @@ def schema_error_message(error: ValidationError, root: str = "") -> str:
     return f"config {where}: {message}" + "".join(f"; {hint}" for hint in hints)
 
 
+@cache
+def load_schema(schema_file: str | Path) -> dict:
+    """The config schema, read once per process (every dataset's overrides are checked against a part of it)."""
+    return yaml.safe_load(Path(schema_file).read_text(encoding="utf-8"))
+
+
 def section_schema(schema_file: str | Path, keys: tuple[str, ...]) -> dict:
     """The schema of ``config[keys[0]][keys[1]]…`` (through ``properties``), with the schema's definitions."""
-    schema = yaml.safe_load(Path(schema_file).read_text(encoding="utf-8"))
+    schema = load_schema(schema_file)
     part = schema
     for key in keys:
         part = part["properties"][key]
@@ -79,7 +86,7 @@ def check_section(data, schema_file: str | Path, keys: tuple[str, ...], where: s
 
 def check_config(config: dict, schema_file: str | Path) -> None:
     """Stop on the first (most relevant) violation of the whole config's schema, integers checked strictly."""
-    errors = list(StrictValidator(yaml.safe_load(Path(schema_file).read_text(encoding="utf-8"))).iter_errors(config))
+    errors = list(StrictValidator(load_schema(schema_file)).iter_errors(config))
     if errors:
         raise AttnauditError(schema_error_message(best_match(errors)))
 

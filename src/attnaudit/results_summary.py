@@ -56,12 +56,7 @@ def jain_wallace_section(tables: Path, metrics_root: Path) -> list[str]:
 def bastings_filippova_section(tables: Path, model: str) -> list[str]:
     """B&F's AOPC ranking of ``model``; a missing table or a model it does not hold stops (a README section would
     otherwise lose its table without a word)."""
-    if not (tables / "faithfulness.csv").exists():
-        raise AttnauditError(
-            f"{tables}/faithfulness.csv is missing: run the pipeline first, or leave bastings_filippova out "
-            "(--papers without bastings_filippova)"
-        )
-    faith = pd.read_csv(tables / "faithfulness.csv")
+    faith = pd.read_csv(required(tables / "faithfulness.csv", "bastings_filippova"))
     aopc = faith[(faith["k"] == "aopc") & (faith["variant"] == "deletion") & (faith["ranking"] == "signed")]
     if model not in set(aopc["model"]):
         raise AttnauditError(
@@ -85,14 +80,22 @@ def lines(path: Path) -> list[str]:
     return path.read_text(encoding="utf-8").rstrip().splitlines()
 
 
-def copied(path: Path, paper: str) -> list[str]:
-    """A stage's markdown table, its title demoted below the README's headings. A missing one stops the command
-    (a README section would otherwise be replaced by a note that it is missing)."""
+def required(path: Path, paper: str) -> Path:
+    """``path``, a table of ``paper`` the README block shows; a missing one stops the command (the section would
+    otherwise lose its table, or be replaced by a note that it is missing)."""
     if not path.exists():
         raise AttnauditError(
             f"{path} is missing: run the pipeline first, or leave {paper} out (--papers without {paper})"
         )
-    demoted = (re.sub(r"^(#+) ", lambda m: "#" * min(6, len(m.group(1)) + 4) + " ", line) for line in lines(path))
+    return path
+
+
+def copied(path: Path, paper: str) -> list[str]:
+    """A stage's markdown table (:func:`required`), its title demoted below the README's headings."""
+    demoted = (
+        re.sub(r"^(#+) ", lambda m: "#" * min(6, len(m.group(1)) + 4) + " ", line)
+        for line in lines(required(path, paper))
+    )
     return list(demoted)
 
 
