@@ -757,11 +757,12 @@ EXPLORER = config["explorer"]
 CARD_SUMMARIES = {}
 
 
-def card_summary(stage, title, models, explorer=None):
+def card_summary(stage, title, models, explorer=None, not_run=None):
     """Declare that ``stage`` writes ``results/summaries/<stage>/{dataset}/{model}.json`` for ``models(dataset)``
     (and, optionally, per-instance sources for the explorer: ``explorer(dataset, model)`` → list of
-    ``{path, overlays: {name: column}, values: {name: column}}``)."""
-    CARD_SUMMARIES[stage] = {"title": title, "models": models, "explorer": explorer}
+    ``{path, overlays: {name: column}, values: {name: column}}``; ``not_run(dataset, model)``: why the stage leaves
+    out a model, for its card)."""
+    CARD_SUMMARIES[stage] = {"title": title, "models": models, "explorer": explorer, "not_run": not_run}
 
 
 def summary_path(stage, dataset, model):
@@ -792,12 +793,63 @@ def card_summaries(dataset, model):
 
 
 def card_not_run(dataset, model):
-    """The audits configured not to run on this model (named on its card)."""
+    """The audits that leave this model out, each with why (named on its card)."""
     return {
-        spec["title"]: "not configured for this model"
+        spec["title"]: (spec["not_run"] and spec["not_run"](dataset, model)) or "not configured for this model"
         for spec in CARD_SUMMARIES.values()
         if model not in spec["models"](dataset)
     }
+
+
+def fixed_attention(dataset, model):
+    """What a model's attention is when it is not a classifier's own learned attention (None when it is)."""
+    fields = variant(dataset, model)
+    if fields["objective"] == "imitate":
+        return f"it is an adversary imitating {fields['teacher']} (its numbers are in its W&P section)"
+    if fields["attention"] == "guided":
+        return f"its attention is fixed, {fields['guide']}'s (a W&P §3.4 diagnostic)"
+    if fields["attention"] == "uniform":
+        return "its attention is fixed, uniform (a W&P §3.2 baseline)"
+    return None
+
+
+def jw_not_run(dataset, model):
+    return f"J&W audit a classifier's learned attention; {fixed_attention(dataset, model)}"
+
+
+def saliency_not_run(dataset, model):
+    if dataset not in SAL_DATASETS:
+        return f"saliency.datasets leaves out {dataset}"
+    if reason := fixed_attention(dataset, model):
+        return f"B&F compare saliency with a classifier's learned attention; {reason}"
+    return "saliency.models and saliency.seeds leave it out (B&F's audit is the costliest)"
+
+
+def wp_not_run(dataset, model):
+    if dataset not in WP_DATASETS:
+        return f"wiegreffe_pinter.datasets leaves out {dataset}"
+    roles = wp_roles(dataset)
+    base = roles["base"]
+    if model in roles["seeds"]:
+        return f"a seed of W&P's seed-variance baseline (§3.3); W&P's section is on {base}'s card"
+    if model in roles["uniform"]:
+        return f"the uniform-attention twin of {base} (W&P §3.2); W&P's section is on {base}'s card"
+    if guides := [g for g, models in roles["diagnostic"].items() if model in models]:
+        table = f"results/tables/wiegreffe_pinter/{dataset}/diagnostic_mlp.md"
+        return f"W&P's diagnostic MLP with {guides[0]} attention (§3.4), in {table}"
+    return "not one of W&P's roles (wiegreffe_pinter.roles)"
+
+
+def ts_not_run(dataset, model):
+    if dataset not in TS_DATASETS:
+        return f"tutek_snajder.datasets leaves out {dataset}"
+    fields = variant(dataset, model)
+    if model not in models_matching(dataset, TS["models"]):
+        return f"tutek_snajder.models ({', '.join(TS['models'])}) does not match {fields['variant']}"
+    reason = f"T&Š audit a classifier's learned attention; {fixed_attention(dataset, model)}"
+    if fields["objective"] == "imitate" and fields["teacher"] in ts_models(dataset):
+        reason += f"; T&Š §4.3 plot it in results/figures/tutek_snajder/{dataset}/fig1_adversary.png"
+    return reason
 
 
 def card_path(dataset, model, ext):
@@ -908,10 +960,15 @@ def saliency_explorer_sources(dataset, model):
 
 
 def wp_card_models(dataset):
-    return [wp_roles(dataset)["base"]] if dataset in WP_DATASETS else []
+    """The base model's card carries W&P §3.2–3.3; every imitating model's card its own W&P §4 numbers (T&Š's
+    adversaries too: T&Š §4.3 trains them by W&P's objective)."""
+    base = [wp_roles(dataset)["base"]] if dataset in WP_DATASETS else []
+    return base + sorted(imitating_models(dataset))
 
 
 def wp_summary_inputs(wildcards):
+    if variant(wildcards.dataset, wildcards.model)["objective"] == "imitate":
+        return {"imitation": wp_imitation_path(wildcards.dataset, wildcards.model)}
     roles = wp_roles(wildcards.dataset)
     return {
         "base_metrics": [wp_metrics(wildcards.dataset, m) for m in [roles["base"], *sorted(roles["seeds"])]],

@@ -222,6 +222,7 @@ card_summary(
     "Jain & Wallace (2019)",
     audited_models,
     explorer=jw_explorer_sources,
+    not_run=jw_not_run,
 )
 
 

@@ -193,6 +193,7 @@ card_summary(
     "Bastings & Filippova (2020)",
     saliency_card_models,
     explorer=saliency_explorer_sources,
+    not_run=saliency_not_run,
 )
 
 

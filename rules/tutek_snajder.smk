@@ -193,6 +193,7 @@ card_summary(
     "Tutek & Šnajder (2020)",
     ts_card_models,
     explorer=ts_explorer_sources,
+    not_run=ts_not_run,
 )
 
 

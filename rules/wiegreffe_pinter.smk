@@ -204,11 +204,13 @@ card_summary(
     "wiegreffe_pinter",
     "Wiegreffe & Pinter (2019)",
     wp_card_models,
+    not_run=wp_not_run,
 )
 
 
 rule wp_card_summary:
-    """W&P §3.2–3.3: uniform twin vs seed spread, adversaries vs seed variance, for the base model's audit card."""
+    """W&P §3.2–3.3 for the base model's card (uniform twin vs seed spread, adversaries vs seed variance); W&P §4 for
+    an imitating model's (JSD of attention and TVD of predictions to its teacher's)."""
     input:
         unpack(wp_summary_inputs),
     output:

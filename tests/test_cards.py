@@ -178,6 +178,21 @@ def test_wiegreffe_pinter_and_tutek_snajder_summaries(tmp_path):
     assert [c["passed"] for c in s["checks"]] == [False]  # three classes, macro-F1: −0.4 points, barely matters
 
 
+def test_an_adversarys_summary_holds_its_imitation_numbers(tmp_path):
+    imitation = {"teacher": "t-s0", "lambda": 0.1, "n": 5, "jsd_mean": 0.6, "jsd_median": 0.65, "tvd_mean": 0.2}
+    imitation |= {"tvd_median": 0.03, "student_macro_f1": 0.78, "teacher_macro_f1": 0.81}
+    path = tmp_path / "wp_imitation.json"
+    path.write_text(json.dumps(imitation))
+    s = run_summary("wiegreffe_pinter", {"imitation": str(path)}, "d", "a-s0", _options(), str(tmp_path / "s.json"))
+    assert "t-s0" in s["title"] and "λ = 0.1" in s["title"] and s["checks"] == [] and s["n_instances"] == 5
+    numbers = {n["key"]: n for n in s["numbers"]}
+    assert numbers["adversary_delta_f1"]["value"] == pytest.approx(-3.0)  # the F1 points the adversary gave up
+    assert {k for k, n in numbers.items() if n["headline"]} == {"adversary_jsd_mean", "adversary_tvd_mean"}
+    path.unlink()
+    s = run_summary("wiegreffe_pinter", {"imitation": str(path)}, "d", "a-s0", _options(), str(tmp_path / "s.json"))
+    assert s["numbers"] == [] and s["missing"] == ["imitation"]
+
+
 # -- cards: missing audits, escaping ------------------------------------------------------------------------------
 def _summary_file(tmp_path, name, title, passed):
     path = tmp_path / f"{name}.json"

@@ -162,7 +162,15 @@ def test_explorer_in_chromium(page, local_pipeline):
     adversarial = pd.read_parquet(workdir / f"results/audits/{dataset}/{model}/jw_adversarial.parquet").set_index("id")
     shown = float(page.text_content("#instance-facts td[data-name='ε-max JSD']"))
     assert shown == pytest.approx(adversarial.loc[instance_id, "eps_max_jsd"], abs=1e-3)
-    assert row >= 0 and not page.errors, page.errors
+    assert row >= 0
+
+    # an adversary: its own W&P §4 section, and why the other audits leave it out
+    page.goto(index.as_uri() + "#/model/planted/average-adv1-s0")
+    page.wait_for_selector("#not-run li")
+    assert "imitating average-additive-base-s0" in page.text_content(".card-section h3")
+    reasons = page.locator("#not-run li").all_text_contents()
+    assert any(r.startswith("Jain & Wallace (2019): ") and "imitating average-additive-base-s0" in r for r in reasons)
+    assert not page.errors, page.errors
     print(f"\n[explorer] index loaded in {load_seconds:.2f} s")
 
 

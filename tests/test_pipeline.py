@@ -124,6 +124,42 @@ def test_one_variant_change_reruns_only_its_branch(pipeline_run, tmp_path):
     assert "Nothing to be done" in snakemake(workdir, "-n", config=changed).stdout
 
 
+def test_every_card_says_what_its_model_is_for(pipeline_run):
+    """An adversary's card carries its own W&P §4 numbers; a card names why each audit leaves its model out and, for
+    the W&P roles summarised elsewhere, where to look."""
+    workdir, _ = pipeline_run
+
+    def card(dataset, model):
+        return json.loads((workdir / f"results/cards/{dataset}/{model}.json").read_text())
+
+    for dataset, model, teacher in (
+        ("planted", "average-adv1-s0", "average-additive-base-s0"),  # a W&P adversary
+        ("sst_small", "lstm25-adv1-mlm1-s0", "lstm25-additive-mlm1-s0"),  # a T&Š adversary (§4.3)
+    ):
+        adversary = card(dataset, model)
+        imitation = json.loads((workdir / f"results/audits/{dataset}/{model}/wp_imitation.json").read_text())
+        [section] = adversary["sections"]
+        assert teacher in section["title"] and imitation["teacher"] == teacher
+        numbers = {n["key"]: n["value"] for n in section["numbers"]}
+        assert numbers["adversary_jsd_mean"] == pytest.approx(imitation["jsd_mean"])
+        assert numbers["adversary_tvd_mean"] == pytest.approx(imitation["tvd_mean"])
+        gap = 100 * (imitation["student_macro_f1"] - imitation["teacher_macro_f1"])
+        assert numbers["adversary_delta_f1"] == pytest.approx(gap)
+        assert f"imitating {teacher}" in adversary["not_run"]["Jain & Wallace (2019)"]
+    assert "fig1_adversary.png" in card("sst_small", "lstm25-adv1-mlm1-s0")["not_run"]["Tutek & Šnajder (2020)"]
+
+    base = "average-additive-base-s0's card"
+    assert base in card("planted", "average-additive-base-s1")["not_run"]["Wiegreffe & Pinter (2019)"]
+    uniform = card("planted", "average-uniform-s0")["not_run"]
+    assert base in uniform["Wiegreffe & Pinter (2019)"] and "uniform" in uniform["Jain & Wallace (2019)"]
+    guided = card("planted", "mlp-guided-base-s0")["not_run"]
+    assert "diagnostic_mlp.md" in guided["Wiegreffe & Pinter (2019)"]
+    assert "average-additive-base-s0's" in guided["Jain & Wallace (2019)"]
+    sst = card("sst_small", "lstm-additive-base-s0")["not_run"]
+    assert sst["Wiegreffe & Pinter (2019)"] == "wiegreffe_pinter.datasets leaves out sst_small"
+    assert "tutek_snajder.models (lstm25-*) does not match lstm-additive-base" in sst["Tutek & Šnajder (2020)"]
+
+
 def test_every_paper_has_its_tables_and_figures(pipeline_run):
     workdir, _ = pipeline_run
     tables = workdir / "results" / "tables"

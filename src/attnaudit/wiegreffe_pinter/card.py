@@ -1,5 +1,7 @@
-"""Wiegreffe & Pinter (2019) part of the base model's audit card: the uniform-attention twin against the spread of
-the base model's seeds (§3.2, Table 2), and J&W's adversaries against the seed-variance baseline (§3.3, Fig. 3)."""
+"""Wiegreffe & Pinter (2019) part of the audit cards. The base model's card: the uniform-attention twin against the
+spread of the base model's seeds (§3.2, Table 2), and J&W's adversaries against the seed-variance baseline (§3.3,
+Fig. 3). An imitating model's card (W&P §4, and T&Š §4.3's adversaries of their regularised models): how far its
+attention is from its teacher's (JSD) and its predictions from the teacher's (TVD), and the F1 it gave up."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from attnaudit.cards.summary import check, existing, make_summary, number, perce
 from attnaudit.io import read_json, read_parquet
 
 TITLE = "Wiegreffe & Pinter (2019): uniform attention and seed variance as baselines"
+ADVERSARY_TITLE = "Wiegreffe & Pinter (2019): an adversary imitating {teacher}, λ = {lam:g}"
 
 
 def table2_measure(paths: list[str]) -> tuple[str, np.ndarray]:
@@ -20,9 +23,47 @@ def table2_measure(paths: list[str]) -> tuple[str, np.ndarray]:
     return "macro-F1", np.array([t["macro_f1"] for t in tests], dtype=float)
 
 
+def adversary_summary(path: str, *, dataset: str, model: str) -> dict:
+    """W&P §4 of one imitating model (its ``wp_imitation.json``): the numbers of W&P's adversary table on its card.
+    No check: how far an adversary gets says something of its teacher's attention, which the teacher's card judges
+    (W&P §3.3, against the seed variance), not of the adversary's own."""
+    imitation = read_json(path)
+    cite = "W&P §4"
+    numbers = [
+        number("adversary_jsd_mean", "mean JSD of attention to the teacher's", imitation["jsd_mean"], citation=cite),
+        number(
+            "adversary_jsd_median", "median JSD of attention to the teacher's", imitation["jsd_median"], citation=cite
+        ),
+        number("adversary_tvd_mean", "mean TVD of predictions to the teacher's", imitation["tvd_mean"], citation=cite),
+        number(
+            "adversary_tvd_median", "median TVD of predictions to the teacher's", imitation["tvd_median"], citation=cite
+        ),
+        number(
+            "adversary_delta_f1",
+            f"test macro-F1 change from the teacher's {imitation['teacher_macro_f1']:.3f}",
+            100 * (imitation["student_macro_f1"] - imitation["teacher_macro_f1"]),
+            unit="points",
+            digits=1,
+            citation=cite,
+        ),
+    ]
+    for headline in (numbers[0], numbers[2]):
+        headline["headline"] = True
+    title = ADVERSARY_TITLE.format(teacher=imitation["teacher"], lam=imitation["lambda"])
+    return make_summary(
+        "wiegreffe_pinter", title, "Wiegreffe & Pinter (2019) §4", dataset, model, numbers, [], [], imitation["n"]
+    )
+
+
 def summary(inputs: dict, *, dataset: str, model: str, options: dict) -> dict:
     """``inputs``: ``base_metrics`` (metrics.json of the base model and its other seeds), ``uniform_metrics``
-    (the uniform twins), ``seed_variance`` (wp_seed_variance.parquet)."""
+    (the uniform twins), ``seed_variance`` (wp_seed_variance.parquet); or, for an imitating model, ``imitation``
+    (its wp_imitation.json)."""
+    if "imitation" in inputs:
+        if path := existing(inputs, "imitation"):
+            return adversary_summary(path, dataset=dataset, model=model)
+        title = "Wiegreffe & Pinter (2019): an adversary imitating its teacher"
+        return make_summary("wiegreffe_pinter", title, "W&P §4", dataset, model, [], [], ["imitation"])
     numbers, checks, missing, n = [], [], [], None
     base, uniform = existing(inputs, "base_metrics"), existing(inputs, "uniform_metrics")
     if base and uniform:

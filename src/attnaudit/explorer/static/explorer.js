@@ -157,7 +157,10 @@
       box.appendChild(el("ul", { id: "missing" }, card.missing.map(function (x) { return el("li", { text: x }); })));
     }
     var notRun = Object.keys(card.not_run || {});
-    if (notRun.length) box.appendChild(el("p", { "class": "cite", text: "Not run for this model: " + notRun.join("; ") }));
+    if (notRun.length) {
+      box.appendChild(el("h3", { text: "Audits not run for this model" }));
+      box.appendChild(el("ul", { id: "not-run", "class": "cite" }, notRun.map(function (k) { return el("li", { text: k + ": " + card.not_run[k] }); })));
+    }
     return box;
   }
 
