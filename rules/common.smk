@@ -730,9 +730,25 @@ def ts_runs(d):
     return runs
 
 
-def ts_run_files(keys):
-    """Input function: the files ``keys`` of one dataset's T&Š runs."""
+#: the audit files of a T&Š run (keys of ts_runs) each T&Š rule reads: its inputs and the paths its runs carry
+TS_RUN_FILES = {
+    "ts_tables": ["fragility", "mutual_information", "token_probability"],
+    "ts_figures": ["fragility", "token_probability"],
+    "ts_summary": ["fragility", "mutual_information", "token_probability"]
+    + ["jw_correlation", "jw_adversarial", "saliency_faithfulness"],
+}
+
+
+def ts_run_files(rule_name):
+    """Input function: the audit files of one dataset's T&Š runs that ``rule_name`` reads."""
+    keys = TS_RUN_FILES[rule_name]
     return lambda wildcards: [run[k] for run in ts_runs(wildcards.dataset) for k in keys if run.get(k)]
+
+
+def ts_runs_param(rule_name):
+    """Parameter: one dataset's T&Š runs as JSON, with only the audit files ``rule_name`` reads (and declares)."""
+    unread = {k for keys in TS_RUN_FILES.values() for k in keys} - set(TS_RUN_FILES[rule_name])
+    return lambda wildcards: as_json([{**run, **dict.fromkeys(unread)} for run in ts_runs(wildcards.dataset)])
 
 
 def ts_imitations(wildcards):
@@ -947,7 +963,8 @@ def saliency_summary_inputs(wildcards):
     d, m = wildcards.dataset, wildcards.model
     inputs = {"faithfulness": f"results/audits/{d}/{m}/saliency_faithfulness.parquet"}
     if d in SAL_PLANTED:
-        inputs |= {"importance": saliency_importance(d, m), "examples": f"results/datasets/{d}/examples.parquet"}
+        inputs |= {"importance": saliency_importance(d, m)}
+        inputs |= {"examples": f"results/datasets/{d}/examples.parquet", "vocab": f"results/datasets/{d}/vocab.json"}
     return inputs
 
 

@@ -118,6 +118,7 @@ rule saliency_planted:
     input:
         scores=lambda wc: [p for m in saliency_models(wc.dataset) for p in saliency_importance(wc.dataset, m)],
         examples="results/datasets/{dataset}/examples.parquet",
+        vocab="results/datasets/{dataset}/vocab.json",
     output:
         "results/tables/bastings_filippova/{dataset}/planted.csv",
     log:

@@ -99,7 +99,7 @@ rule ts_token_probability:
 rule ts_tables:
     """T&Š Tables 1, 2, 3 and 6 of one dataset with the paper's numbers beside ours, and whether its claims hold."""
     input:
-        ts_run_files(["fragility", "mutual_information", "token_probability"]),
+        ts_run_files("ts_tables"),
     output:
         [f"{TS_TABLES}/{{dataset}}/{name}.{ext}" for name in TS_TABLE_NAMES for ext in ("csv", "md")],
     log:
@@ -109,7 +109,7 @@ rule ts_tables:
     conda:
         "../envs/attnaudit.yaml"
     params:
-        runs=lambda wc: as_json(ts_runs(wc.dataset)),
+        runs=ts_runs_param("ts_tables"),
         f1=TS["tables"]["f1"],
         out_dir=lambda wc, output: Path(output[0]).parent,
     shell:
@@ -120,8 +120,9 @@ rule ts_tables:
 rule ts_figures:
     """ΔF1 per regulariser, T&Š Fig. 2 (per-token probability) and Fig. 1 (imitating adversaries, JSD vs TVD)."""
     input:
-        ts_run_files(["fragility", "token_probability"]),
+        ts_run_files("ts_figures"),
         imitations=ts_imitations,
+        examples="results/datasets/{dataset}/examples.parquet",  # Fig. 2's tokens
         manifest=lambda wc: manifest_path(wc.dataset),
     output:
         fragility=report(
@@ -149,7 +150,7 @@ rule ts_figures:
     conda:
         "../envs/attnaudit.yaml"
     params:
-        runs=lambda wc: as_json(ts_runs(wc.dataset)),
+        runs=ts_runs_param("ts_figures"),
         figures=dict(sorted(TS["figures"].items())),
         f1=TS["tables"]["f1"],
     shell:
@@ -163,7 +164,7 @@ rule ts_figures:
 rule ts_summary:
     """Beyond the paper: τ(attention, LOO), ε-max JSD and attention's AOPC rank per regulariser (J&W, B&F audits)."""
     input:
-        ts_run_files(["jw_correlation", "jw_adversarial", "saliency_faithfulness"]),
+        ts_run_files("ts_summary"),
     output:
         csv=f"{TS_TABLES}/{{dataset}}/summary.csv",
         md=f"{TS_TABLES}/{{dataset}}/summary.md",
@@ -174,7 +175,7 @@ rule ts_summary:
     conda:
         "../envs/attnaudit.yaml"
     params:
-        runs=lambda wc: as_json(ts_runs(wc.dataset)),
+        runs=ts_runs_param("ts_summary"),
     shell:
         "python -m attnaudit tutek-snajder summary --runs {params.runs:q} --out-csv {output.csv:q}"
         " --out-md {output.md:q} > {log:q} 2>&1"

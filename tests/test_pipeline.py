@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -158,6 +159,32 @@ def test_every_card_says_what_its_model_is_for(pipeline_run):
     sst = card("sst_small", "lstm-additive-base-s0")["not_run"]
     assert sst["Wiegreffe & Pinter (2019)"] == "wiegreffe_pinter.datasets leaves out sst_small"
     assert "tutek_snajder.models (lstm25-*) does not match lstm-additive-base" in sst["Tutek & Šnajder (2020)"]
+
+
+def test_every_file_a_job_is_told_to_read_is_a_declared_input(pipeline_run):
+    """A path a job's command names (also inside its JSON parameters, e.g. a table's ``--runs``) is an input,
+    output or log of that job: a file read but not declared would be missing from the DAG, so the job could run
+    before the file is written and would not rerun when it changes."""
+    workdir, config = pipeline_run
+    text = snakemake(workdir, "--detailed-summary", config=config).stdout
+    summary = pd.read_csv(io.StringIO(text), sep="\t", dtype=str, keep_default_na=False)
+    jobs = {}
+    for row in summary.rename(columns={"log-file(s)": "logs", "input-file(s)": "inputs"}).itertuples():
+        job = jobs.setdefault(row.shellcmd, {"rule": row.rule, "declared": set()})
+        job["declared"] |= {row.output_file, *row.logs.split(","), *row.inputs.split(",")}
+
+    def named_paths(command):  # a card's --not-run reasons name tables and figures to read, not files it reads
+        words = shlex.split(command)
+        kept = [w for i, w in enumerate(words) if "--not-run" not in words[i - 1 : i + 1]]
+        return re.findall(r"results/[^\s\"'{},:]+\.[a-z]+\b", " ".join(kept))
+
+    undeclared = {
+        (job["rule"], path)
+        for command, job in jobs.items()
+        for path in named_paths(command)
+        if path not in job["declared"]
+    }
+    assert len(jobs) > 300 and not undeclared, sorted(undeclared)[:20]
 
 
 def test_every_paper_has_its_tables_and_figures(pipeline_run):
