@@ -730,7 +730,7 @@ def ts_runs(d):
     return runs
 
 
-#: the audit files of a T&Š run (keys of ts_runs) each T&Š rule reads: its inputs and the paths its runs carry
+#: the audit files of a T&Š run (keys of ts_runs) that each T&Š table or figure reads, as inputs and in its runs
 TS_RUN_FILES = {
     "ts_tables": ["fragility", "mutual_information", "token_probability"],
     "ts_figures": ["fragility", "token_probability"],
