@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from opened_files import strace_prefix
 
 from attnaudit.data import collate
 from attnaudit.models import AttentionClassifier, ModelConfig, activations
@@ -170,11 +171,18 @@ def last_epoch_pair_config() -> dict:
 
 
 def snakemake(
-    workdir: Path, *args: str, config: Path, check: bool = True, timeout: int = 1800, env: dict | None = None
+    workdir: Path,
+    *args: str,
+    config: Path,
+    check: bool = True,
+    timeout: int = 1800,
+    env: dict | None = None,
+    prefix: list[str] | None = None,
 ):
     """``snakemake --directory workdir --configfile config --replace-workflow-config *args`` with the mirror, in
-    this process's environment or ``env``."""
-    cmd = [*SNAKEMAKE, "--directory", str(workdir), "--configfile", str(config), "--replace-workflow-config", *args]
+    this process's environment or ``env``, after ``prefix`` (e.g. strace)."""
+    cmd = [*(prefix or []), *SNAKEMAKE, "--directory", str(workdir), "--configfile", str(config)]
+    cmd += ["--replace-workflow-config", *args]
     env = {**(os.environ if env is None else env)}
     if mirror_dir() is not None:
         env["ATTNAUDIT_MIRROR"] = str(mirror_dir())
@@ -204,6 +212,12 @@ def local_pipeline(tmp_path_factory) -> Path:
             workdir,
             *("--profile", str(REPO / "profiles" / "gpu"), "--resources", "gpu=2", "--cores", "2"),
             config=REPO / "tests" / "config.yaml",
+            prefix=strace_prefix(pipeline_trace(workdir)),  # which files each job opens: test_pipeline.py
         ).stderr
     )
     return workdir
+
+
+def pipeline_trace(workdir: Path) -> Path:
+    """Where the local pipeline's strace goes: beside its directory, which stays the run's alone."""
+    return workdir.parent / "strace.txt"

@@ -17,7 +17,8 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-from conftest import REPO, snakemake
+from conftest import REPO, pipeline_trace, snakemake
+from opened_files import undeclared_reads
 
 from attnaudit.job_costs import collect, read_dag
 from attnaudit.modelsheet import sheet
@@ -185,6 +186,17 @@ def test_every_file_a_job_is_told_to_read_is_a_declared_input(pipeline_run):
         if path not in job["declared"]
     }
     assert len(jobs) > 300 and not undeclared, sorted(undeclared)[:20]
+
+
+def test_every_file_a_job_opens_is_a_declared_input(pipeline_run):
+    """What each job of the run opened for reading (strace), against its declared inputs: none missing."""
+    workdir, config = pipeline_run
+    trace = pipeline_trace(workdir)
+    if not trace.exists():
+        pytest.skip("strace unavailable here (not installed and no apt-get, or ptrace not permitted)")
+    summary = snakemake(workdir, "--detailed-summary", config=config).stdout
+    traced, undeclared = undeclared_reads(trace, workdir, summary)
+    assert traced > 300 and not undeclared, sorted(undeclared)[:20]
 
 
 def test_every_paper_has_its_tables_and_figures(pipeline_run):

@@ -1,0 +1,115 @@
+"""Which files each job of a Snakemake run opened, from ``strace -f`` of the whole run, against the inputs Snakemake
+knows the job reads (``snakemake --detailed-summary``). A file a job reads but does not declare is missing from the
+DAG: the job can run before the file is written and does not rerun when the file changes.
+
+A job is its ``python -m attnaudit …`` process (with its threads); it is told apart by the files it and its shell
+wrote (its outputs and its log), since strace shortens long command lines.
+"""
+
+from __future__ import annotations
+
+import collections
+import io
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+
+SYSCALLS = "execve,openat,open,rename,renameat,renameat2,clone,clone3,fork,vfork"
+LINE = re.compile(r"^(\d+)\s+(.*)$")
+CALL = re.compile(r"(\w+)\((.*)\)\s+=\s+(-?\d+)", re.S)
+OPEN = re.compile(r'(?:(?:AT_FDCWD|\d+(?:<[^>]*>)?),\s*)?"((?:[^"\\]|\\.)*)",\s*([A-Z_|]+)')
+QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
+
+
+def strace_prefix(trace: Path) -> list[str] | None:
+    """The command prefix that traces a run into ``trace`` (installing strace with apt-get if it is missing), or
+    None where this machine cannot trace (no strace and no apt-get, or ptrace not permitted)."""
+    if shutil.which("strace") is None and shutil.which("apt-get") is not None and os.geteuid() == 0:
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", "strace"]
+        if subprocess.run(install, env=env, capture_output=True).returncode != 0:
+            subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True)
+            subprocess.run(install, env=env, capture_output=True)
+    prefix = ["strace", "-f", "--seccomp-bpf", "-qq", "-e", f"trace={SYSCALLS}"]
+    if shutil.which("strace") is None or subprocess.run([*prefix, "-o", os.devnull, "true"]).returncode != 0:
+        return None
+    return [*prefix, "-o", str(trace)]
+
+
+class Trace:
+    """Per process (thread ids folded into their process): its command line, the files it opened for reading and
+    the files it wrote (opened for writing, or renamed into place)."""
+
+    def __init__(self, path: Path):
+        self.process, self.parent = {}, {}
+        self.argv, self.reads, self.writes = {}, collections.defaultdict(set), collections.defaultdict(set)
+        pending = {}
+        with open(path, errors="replace") as lines:
+            for raw in lines:
+                if not (m := LINE.match(raw.rstrip("\n"))):
+                    continue
+                tid, rest = int(m.group(1)), m.group(2)
+                if rest.endswith("<unfinished ...>"):
+                    pending[tid] = rest.removesuffix("<unfinished ...>").rstrip()
+                    continue
+                if resumed := re.match(r"<\.\.\. (\w+) resumed>(.*)$", rest):
+                    rest = pending.pop(tid, resumed.group(1) + "(") + resumed.group(2)
+                if call := CALL.match(rest):
+                    self._call(tid, call.group(1), call.group(2), int(call.group(3)))
+
+    def _call(self, tid: int, name: str, args: str, result: int) -> None:
+        pid = self.process.get(tid, tid)
+        if result < 0:
+            return
+        if name in ("clone", "clone3", "fork", "vfork") and result > 0:
+            if "CLONE_THREAD" in args:
+                self.process[result] = pid
+            else:
+                self.parent[result] = pid
+        elif name == "execve" and (argv := re.match(r'"[^"]*",\s*\[(.*?)\]', args, re.S)):
+            self.argv[pid] = QUOTED.findall(argv.group(1))
+        elif name in ("open", "openat") and (opened := OPEN.match(args)):
+            path, flags = opened.groups()
+            if "O_WRONLY" in flags or "O_RDWR" in flags:
+                self.writes[pid].add(path)
+            elif "O_DIRECTORY" not in flags:
+                self.reads[pid].add(path)
+        elif name.startswith("rename") and len(names := QUOTED.findall(args)) == 2:
+            self.writes[pid].add(names[1])
+
+
+def undeclared_reads(trace_path: Path, workdir: Path, detailed_summary: str) -> tuple[int, set[tuple[str, str]]]:
+    """(jobs traced, {(rule, file)}): files under ``workdir`` an attnaudit job opened for reading that are none of
+    its declared inputs (or inside a declared input folder), its outputs or its log."""
+    workdir = Path(os.path.realpath(workdir))
+    summary = pd.read_csv(io.StringIO(detailed_summary), sep="\t", dtype=str, keep_default_na=False)
+    jobs = {}
+    for row in summary.rename(columns={"log-file(s)": "logs", "input-file(s)": "inputs"}).itertuples():
+        job = jobs.setdefault(row.shellcmd, {"rule": row.rule, "declared": set(), "written": set()})
+        job["declared"] |= {f for f in row.inputs.split(",") if f}
+        job["written"] |= {row.output_file, *(f for f in row.logs.split(",") if f)}
+    by_written = {f: job for job in jobs.values() for f in job["written"]}
+
+    def relative(path: str) -> str | None:
+        full = os.path.normpath(workdir / path)
+        return os.path.relpath(full, workdir) if full.startswith(f"{workdir}{os.sep}") else None
+
+    trace, traced, undeclared = Trace(trace_path), 0, set()
+    for pid, argv in trace.argv.items():
+        if argv[1:3] != ["-m", "attnaudit"]:
+            continue
+        written = {relative(f) for f in trace.writes[pid] | trace.writes.get(trace.parent.get(pid), set())}
+        matched = {id(by_written[f]): by_written[f] for f in written if f in by_written}
+        assert len(matched) == 1, f"{len(matched)} jobs wrote the files of {' '.join(argv)[:200]}"
+        job = next(iter(matched.values()))
+        traced += 1
+        known = job["declared"] | job["written"]
+        for path in filter(None, map(relative, trace.reads[pid])):
+            inside = path in known or any(path.startswith(f"{d.rstrip('/')}/") for d in known)
+            if not inside and not path.startswith(".snakemake/"):
+                undeclared.add((job["rule"], path))
+    return traced, undeclared
