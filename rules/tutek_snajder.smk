@@ -162,7 +162,8 @@ rule ts_figures:
 
 
 rule ts_summary:
-    """Beyond the paper: τ(attention, LOO), ε-max JSD and attention's AOPC rank per regulariser (J&W, B&F audits)."""
+    """Beyond the paper: τ(attention, LOO), ε-max JSD and attention's AOPC rank per regulariser (J&W, B&F audits),
+    beside T&Š's own Pm. ΔF1, MI and per-token probability."""
     input:
         ts_run_files("ts_summary"),
     output:

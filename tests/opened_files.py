@@ -82,16 +82,22 @@ class Trace:
             self.writes[pid].add(names[1])
 
 
-def undeclared_reads(trace_path: Path, workdir: Path, detailed_summary: str) -> tuple[int, set[tuple[str, str]]]:
-    """(jobs traced, {(rule, file)}): files under ``workdir`` an attnaudit job opened for reading that are none of
-    its declared inputs (or inside a declared input folder), its outputs or its log."""
-    workdir = Path(os.path.realpath(workdir))
+def summary_jobs(detailed_summary: str) -> dict[str, dict]:
+    """The jobs of ``snakemake --detailed-summary`` by shell command: rule, declared inputs, outputs and logs."""
     summary = pd.read_csv(io.StringIO(detailed_summary), sep="\t", dtype=str, keep_default_na=False)
     jobs = {}
     for row in summary.rename(columns={"log-file(s)": "logs", "input-file(s)": "inputs"}).itertuples():
         job = jobs.setdefault(row.shellcmd, {"rule": row.rule, "declared": set(), "written": set()})
         job["declared"] |= {f for f in row.inputs.split(",") if f}
         job["written"] |= {row.output_file, *(f for f in row.logs.split(",") if f)}
+    return jobs
+
+
+def undeclared_reads(trace_path: Path, workdir: Path, detailed_summary: str) -> tuple[int, set[tuple[str, str]]]:
+    """(jobs traced, {(rule, file)}): files under ``workdir`` an attnaudit job opened for reading that are none of
+    its declared inputs (or inside a declared input folder), its outputs or its log."""
+    workdir = Path(os.path.realpath(workdir))
+    jobs = summary_jobs(detailed_summary)
     by_written = {f: job for job in jobs.values() for f in job["written"]}
 
     def relative(path: str) -> str | None:

@@ -18,7 +18,7 @@ import pytest
 import torch
 import yaml
 from conftest import REPO, pipeline_trace, snakemake
-from opened_files import undeclared_reads
+from opened_files import summary_jobs, undeclared_reads
 
 from attnaudit.job_costs import collect, read_dag
 from attnaudit.modelsheet import sheet
@@ -167,23 +167,19 @@ def test_every_file_a_job_is_told_to_read_is_a_declared_input(pipeline_run):
     output or log of that job: a file read but not declared would be missing from the DAG, so the job could run
     before the file is written and would not rerun when it changes."""
     workdir, config = pipeline_run
-    text = snakemake(workdir, "--detailed-summary", config=config).stdout
-    summary = pd.read_csv(io.StringIO(text), sep="\t", dtype=str, keep_default_na=False)
-    jobs = {}
-    for row in summary.rename(columns={"log-file(s)": "logs", "input-file(s)": "inputs"}).itertuples():
-        job = jobs.setdefault(row.shellcmd, {"rule": row.rule, "declared": set()})
-        job["declared"] |= {row.output_file, *row.logs.split(","), *row.inputs.split(",")}
+    jobs = summary_jobs(snakemake(workdir, "--detailed-summary", config=config).stdout)
 
-    def named_paths(command):  # a card's --not-run reasons name tables and figures to read, not files it reads
+    def named_paths(command):
         words = shlex.split(command)
-        kept = [w for i, w in enumerate(words) if "--not-run" not in words[i - 1 : i + 1]]
-        return re.findall(r"results/[^\s\"'{},:]+\.[a-z]+\b", " ".join(kept))
+        if "--not-run" in words:  # a card's reasons name tables and figures to look at, not files it reads
+            del words[words.index("--not-run") : words.index("--not-run") + 2]
+        return re.findall(r"results/[^\s\"'{},:]+\.[a-z]+\b", " ".join(words))
 
     undeclared = {
         (job["rule"], path)
         for command, job in jobs.items()
         for path in named_paths(command)
-        if path not in job["declared"]
+        if path not in job["declared"] | job["written"]
     }
     assert len(jobs) > 300 and not undeclared, sorted(undeclared)[:20]
 
