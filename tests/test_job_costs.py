@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 from pytest import approx
 
@@ -49,6 +52,15 @@ def test_a_wrong_folder_or_an_unreadable_file_is_named(tmp_path):
     (tmp_path / "results").mkdir()  # the wrong folder: it exists but holds no benchmark file
     with pytest.raises(AttnauditError, match=r"results: no benchmark files \(\*.tsv\) below it"):
         summarise(tmp_path / "results")
+
+
+def test_an_error_is_printed_once(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "attnaudit", "job-costs", str(tmp_path / "absent")], capture_output=True, text=True
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.count("not a folder") == 1, proc.stderr
+    assert f"attnaudit job-costs: error: {tmp_path / 'absent'}: not a folder" in proc.stderr
 
 
 def test_what_snakemake_could_not_measure_is_left_out_of_the_sums(tmp_path):

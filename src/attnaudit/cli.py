@@ -117,7 +117,6 @@ def main(argv: list[str] | None = None) -> int:
             message = f"an argument is not valid JSON ({err.msg}, column {err.colno}): {err.doc[:80]}"
         elif isinstance(err, tuple(PATH_ERRORS)):
             message = path_error(err)
-        logging.getLogger("attnaudit").error("%s", message)
-        print(f"attnaudit {args.command}: error: {message}", file=sys.stderr)
+        print(f"attnaudit {args.command}: error: {message}", file=sys.stderr)  # once: a job's log is its stderr
         return 2
     return 0
