@@ -9,14 +9,13 @@ wrote (its outputs and its log), since strace shortens long command lines.
 from __future__ import annotations
 
 import collections
-import io
 import os
 import re
 import shutil
 import subprocess
 from pathlib import Path
 
-import pandas as pd
+from attnaudit.job_costs import Job
 
 SYSCALLS = "execve,openat,open,rename,renameat,renameat2,clone,clone3,fork,vfork"
 LINE = re.compile(r"^(\d+)\s+(.*)$")
@@ -82,23 +81,12 @@ class Trace:
             self.writes[pid].add(names[1])
 
 
-def summary_jobs(detailed_summary: str) -> dict[str, dict]:
-    """The jobs of ``snakemake --detailed-summary`` by shell command: rule, declared inputs, outputs and logs."""
-    summary = pd.read_csv(io.StringIO(detailed_summary), sep="\t", dtype=str, keep_default_na=False)
-    jobs = {}
-    for row in summary.rename(columns={"log-file(s)": "logs", "input-file(s)": "inputs"}).itertuples():
-        job = jobs.setdefault(row.shellcmd, {"rule": row.rule, "declared": set(), "written": set()})
-        job["declared"] |= {f for f in row.inputs.split(",") if f}
-        job["written"] |= {row.output_file, *(f for f in row.logs.split(",") if f)}
-    return jobs
-
-
-def undeclared_reads(trace_path: Path, workdir: Path, detailed_summary: str) -> tuple[int, set[tuple[str, str]]]:
-    """(jobs traced, {(rule, file)}): files under ``workdir`` an attnaudit job opened for reading that are none of
-    its declared inputs (or inside a declared input folder), its outputs or its log."""
+def undeclared_reads(trace_path: Path, workdir: Path, jobs: list[Job]) -> tuple[int, set[tuple[str, str]]]:
+    """(jobs traced, {(rule, file)}): files under ``workdir`` an attnaudit job of ``jobs`` (the run's
+    :func:`attnaudit.job_costs.read_summary`) opened for reading that are none of its declared inputs (or inside a
+    declared input folder), its outputs or its log."""
     workdir = Path(os.path.realpath(workdir))
-    jobs = summary_jobs(detailed_summary)
-    by_written = {f: job for job in jobs.values() for f in job["written"]}
+    by_written = {f: job for job in jobs for f in (*job.outputs, *job.logs)}
 
     def relative(path: str) -> str | None:
         full = os.path.normpath(workdir / path)
@@ -113,9 +101,9 @@ def undeclared_reads(trace_path: Path, workdir: Path, detailed_summary: str) -> 
         assert len(matched) == 1, f"{len(matched)} jobs wrote the files of {' '.join(argv)[:200]}"
         job = next(iter(matched.values()))
         traced += 1
-        known = job["declared"] | job["written"]
+        known = {*job.inputs, *job.outputs, *job.logs}
         for path in filter(None, map(relative, trace.reads[pid])):
             inside = path in known or any(path.startswith(f"{d.rstrip('/')}/") for d in known)
             if not inside and not path.startswith(".snakemake/"):
-                undeclared.add((job["rule"], path))
+                undeclared.add((job.rule, path))
     return traced, undeclared

@@ -92,23 +92,23 @@ def summarise(root: str | Path) -> pd.DataFrame:
 
 @dataclass
 class Job:
-    """One job of the DAG: its rule, the files it writes and reads, its log(s), its benchmark file (relative to the
-    benchmarks folder) and the wall seconds measured there."""
+    """One job of the DAG: its rule, the files it writes and reads, its log(s), its shell command, its benchmark
+    file (relative to the benchmarks folder) and the wall seconds measured there."""
 
     rule: str
     logs: list[str]
     outputs: list[str] = field(default_factory=list)
     inputs: set[str] = field(default_factory=set)
+    command: str = ""
     benchmark: str = ""
     seconds: float = 0.0
 
 
-def read_dag(summary, benchmarks: str | Path) -> dict[tuple[str, str], Job]:
-    """The jobs of a ``snakemake --detailed-summary`` table (a path, or an open file) with the wall seconds of each
-    job's benchmark file under ``benchmarks``: ``logs/{rule}/….log`` → ``{benchmarks}/{rule}/….tsv``."""
+def read_summary(summary) -> dict[tuple[str, str], Job]:
+    """The jobs of a ``snakemake --detailed-summary`` table (a path, or an open file), by (rule, logs)."""
     if isinstance(summary, str | Path):
         with open(summary, newline="", encoding="utf-8") as handle:
-            return read_dag(handle, benchmarks)
+            return read_summary(handle)
     csv.field_size_limit(sys.maxsize)  # a gather's input list is one field
     reader = csv.DictReader(summary, delimiter="\t")
     needed = {"output_file", "rule", "log-file(s)", "input-file(s)"}
@@ -121,9 +121,16 @@ def read_dag(summary, benchmarks: str | Path) -> dict[tuple[str, str], Job]:
     for row in reader:
         logs = [log for log in row["log-file(s)"].split(",") if log]
         key = (row["rule"], ",".join(logs) or row["output_file"])  # every job of this workflow writes a log
-        job = jobs.setdefault(key, Job(row["rule"], logs))
+        job = jobs.setdefault(key, Job(row["rule"], logs, command=row.get("shellcmd") or ""))
         job.outputs.append(row["output_file"])
         job.inputs |= {path for path in row["input-file(s)"].split(",") if path}
+    return jobs
+
+
+def read_dag(summary, benchmarks: str | Path) -> dict[tuple[str, str], Job]:
+    """The jobs of a ``snakemake --detailed-summary`` table (:func:`read_summary`) with the wall seconds of each
+    job's benchmark file under ``benchmarks``: ``logs/{rule}/….log`` → ``{benchmarks}/{rule}/….tsv``."""
+    jobs = read_summary(summary)
     seconds = collect(benchmarks).set_index("job")["seconds"].to_dict()
     unmeasured = []
     for job in jobs.values():
