@@ -506,17 +506,7 @@ def test_user_jsonl_lines_end_only_at_newlines(tmp_path):
         ("o.jsonl", '{"text": "a", "label": {"y": "pos"}}\n', "o.jsonl:1: label in column 'label' must be a class"),
         ("f.csv", "text,label\na,1\nb,0.731\n", "f.csv:3: label '0.731' in column 'label' is a fractional number"),
         ("f.jsonl", '{"text": "a", "label": 0.25}\n', "f.jsonl:1: label 0.25 in column 'label' is a fractional"),
-    ],
-)
-def test_user_labels_that_are_no_class_name_line(tmp_path, name, content, what):
-    with pytest.raises(AttnauditError) as err:
-        build_corpus("mine", raw_dir=tmp_path, user_corpora=_user(tmp_path, name, content))
-    assert what in str(err.value)
-
-
-@pytest.mark.parametrize(
-    "name, content, what",
-    [
+        # probably mistakes: each would train as a class of its own (label_names keeps one that is meant)
         ("r.csv", "text,label\na,pos\nb,NA\n", "r.csv:3: label 'NA' in column 'label' looks like a missing value"),
         ("x.csv", "text,label\na,pos\nb,#N/A\n", "x.csv:3: label '#N/A' in column 'label' looks like a missing"),
         ("p.jsonl", '{"text": "a", "label": "pos"}\n{"text": "b", "label": "None"}\n', "p.jsonl:2: label 'None'"),
@@ -529,9 +519,10 @@ def test_user_labels_that_are_no_class_name_line(tmp_path, name, content, what):
         ),
     ],
 )
-def test_user_labels_that_are_probably_mistakes_stop_with_the_line(tmp_path, name, content, what):
-    """A missing value written as text, a class spelled in two cases, booleans among numbers: each would train as a
-    class of its own; the message says how to keep it when it is meant (``label_names``)."""
+def test_user_labels_that_are_no_class_or_probably_a_mistake_stop_with_the_line(tmp_path, name, content, what):
+    """No class: a missing label, an object, a fraction. Probably a mistake: a missing value written as text, a class
+    spelled in two cases, booleans among numbers; the message says how to keep one when it is meant
+    (``label_names``)."""
     with pytest.raises(AttnauditError) as err:
         build_corpus("mine", raw_dir=tmp_path, user_corpora=_user(tmp_path, name, content))
     assert what in str(err.value)
