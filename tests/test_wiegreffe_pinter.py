@@ -10,17 +10,25 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy.stats import entropy
+from sklearn.metrics import f1_score
 
 from attnaudit import AttnauditError
 from attnaudit.cli import main
 from attnaudit.data import BOS, EOS, SPECIALS
 from attnaudit.wiegreffe_pinter import reference
 from attnaudit.wiegreffe_pinter.adversary import write_adversary
+from attnaudit.wiegreffe_pinter.card import table2_measure
 from attnaudit.wiegreffe_pinter.figures import seed_figures
 from attnaudit.wiegreffe_pinter.imitation import KEYS, imitation_summary
 from attnaudit.wiegreffe_pinter.options import DEFAULTS, resolve
 from attnaudit.wiegreffe_pinter.seeds import seed_variance
-from attnaudit.wiegreffe_pinter.tables import diagnostic_table, seed_table, uniform_table
+from attnaudit.wiegreffe_pinter.tables import (
+    diagnostic_markdown,
+    diagnostic_table,
+    seed_table,
+    uniform_markdown,
+    uniform_table,
+)
 
 WORDS = [f"w{i}" for i in range(30)]
 N_TEST = 50
@@ -303,6 +311,61 @@ def test_diagnostic_ordering_reported_honestly(tmp_path):
     assert "trained ≥ uniform: no" in table.set_index("dataset").loc["imdb", "ordering_detail"].iat[0]
     with pytest.raises(AttnauditError, match="unknown guide"):
         diagnostic_table([{**runs[0], "guide": "frozen"}])
+
+
+def _three_class_metrics(path: Path, macro: float, class1: float) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    test = {"macro_f1": macro, "per_class_f1": [macro, class1, macro], "n": 10}
+    path.write_text(json.dumps({"test": test, "model": {}}))
+    return str(path)
+
+
+def test_a_dataset_of_three_classes_is_judged_by_macro_f1_in_the_tables_and_on_the_card(tmp_path):
+    """Class 1 is no positive class among three: W&P's verdicts use macro-F1 there, as the card does, and mark it.
+    Class 1's F1 is chosen so that it would give the other verdict."""
+    base = [(0.80, 0.5), (0.81, 0.9), (0.82, 0.7)]  # (macro, class 1): macro spread 0.01, class 1's 0.2
+    runs = [
+        {"dataset": "news", "model": f"lstm-s{seed}", "role": "base", "seed": seed,
+         "metrics": _three_class_metrics(tmp_path / f"base{seed}.json", macro, class1)}
+        for seed, (macro, class1) in enumerate(base)
+    ] + [{"dataset": "news", "model": "uniform-s0", "role": "uniform", "seed": 0,
+          "metrics": _three_class_metrics(tmp_path / "uniform.json", 0.60, 0.71)}]  # fmt: skip
+    table = uniform_table(runs, {"uniform": {"spread_k": 2.0}}).set_index("dataset")
+    row = table.loc["news"]
+    assert row["f1_measure"] == "macro" and pd.isna(row["base_pos_f1_mean"])
+    np.testing.assert_allclose(row["delta_f1"], 0.81 - 0.60)
+    assert not row["uniform_within_base_spread"]  # 0.21 > 2 × 0.01 (class 1 would say: 0.01 ≤ 2 × 0.2)
+    markdown = uniform_markdown(table.reset_index())
+    assert "0.810 ± 0.010 (macro F1)" in markdown and "no positive class" in markdown
+    name, values = table2_measure([r["metrics"] for r in runs if r["role"] == "base"])
+    assert name == "macro-F1" and np.allclose(values, [0.80, 0.81, 0.82])
+
+    guides = {"uniform": (0.70, 0.9), "trained": (0.75, 0.1), "base_lstm": (0.80, 0.5), "adversary": (0.40, 0.95)}
+    runs = [
+        {"dataset": "news", "model": f"mlp-{guide}-s0", "guide": guide, "seed": 0,
+         "metrics": _three_class_metrics(tmp_path / f"{guide}.json", macro, class1)}
+        for guide, (macro, class1) in guides.items()
+    ]  # fmt: skip
+    table = diagnostic_table(runs)
+    assert bool(table["paper_ordering_holds"].iat[0])  # by macro-F1; by class 1, two of its three checks fail
+    assert "(macro F1)" in diagnostic_markdown(table)
+
+
+def test_an_imitation_of_three_classes_has_no_positive_class_f1(dataset, tmp_path):
+    examples = pd.read_parquet(dataset / "examples.parquet")
+    rng = np.random.default_rng(3)
+    attention = lambda i, ex: _attention(ex["tokens"], rng)  # noqa: E731
+    probs = lambda i, ex: rng.dirichlet(np.ones(3))  # noqa: E731
+    paths = [
+        write_predictions(tmp_path / name / "predictions.parquet", examples, attention, probs)
+        for name in ("student", "teacher")
+    ]
+    summary = imitation_summary(*paths, dataset, lam=1.0, student="s", teacher="t", dataset="toy")
+    assert summary["student_pos_f1"] is None and summary["teacher_pos_f1"] is None
+    test = pd.read_parquet(paths[0]).query("split == 'test'")
+    np.testing.assert_allclose(
+        summary["student_macro_f1"], f1_score(test["label"], test["predicted"], average="macro", zero_division=0)
+    )
 
 
 def test_imitation_schema_and_values(dataset, models):

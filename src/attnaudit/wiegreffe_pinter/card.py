@@ -9,18 +9,18 @@ import numpy as np
 
 from attnaudit.cards.summary import check, existing, make_summary, number, percent, share
 from attnaudit.io import read_json, read_parquet
+from attnaudit.wiegreffe_pinter.tables import metrics_f1
 
 TITLE = "Wiegreffe & Pinter (2019): uniform attention and seed variance as baselines"
 ADVERSARY_TITLE = "Wiegreffe & Pinter (2019): an adversary imitating {teacher}, λ = {lam:g}"
 
 
 def table2_measure(paths: list[str]) -> tuple[str, np.ndarray]:
-    """W&P Table 2's measure of each model: positive-class F1 of a binary task (as the W&P table), macro-F1 with
-    more classes (no positive class); the name and the values."""
-    tests = [read_json(p)["test"] for p in paths]
-    if all(len(t.get("per_class_f1", ())) == 2 for t in tests):
-        return "positive-class F1", np.array([t["per_class_f1"][1] for t in tests], dtype=float)
-    return "macro-F1", np.array([t["macro_f1"] for t in tests], dtype=float)
+    """W&P Table 2's measure of each model, as the W&P tables (:func:`~attnaudit.wiegreffe_pinter.tables.metrics_f1`):
+    positive-class F1 of a binary task, macro-F1 with more classes (no positive class); the name and the values."""
+    scores = [metrics_f1(p) for p in paths]
+    name = "positive-class F1" if all(s["f1_measure"] == "positive" for s in scores) else "macro-F1"
+    return name, np.array([s["pos_f1" if name == "positive-class F1" else "macro_f1"] for s in scores], dtype=float)
 
 
 def adversary_summary(path: str, *, dataset: str, model: str) -> dict:

@@ -3,7 +3,7 @@ predictions while its attention diverges from the teacher's, L = TVD(ŷ_s, ŷ_t)
 code uses KL in the loss and reports JSD). Here: on one split, the JSD (nats) between student and teacher attention
 over the non-marker tokens (both renormalised there, as in :mod:`attnaudit.wiegreffe_pinter.seeds`), the TVD of
 their predicted distributions, and both models' F1 against the gold labels (macro and positive class; W&P report
-the positive class)."""
+the positive class, which a task of more than two classes does not have: null there)."""
 
 from __future__ import annotations
 
@@ -31,14 +31,16 @@ KEYS = (
     "tvd_median",
     "student_macro_f1",
     "teacher_macro_f1",
-    "student_pos_f1",
+    "student_pos_f1",  # null with more than two classes (no positive class)
     "teacher_pos_f1",
 )
 
 
-def _f1(labels: np.ndarray, predicted: np.ndarray) -> tuple[float, float]:
-    """Macro F1 and F1 of class 1 (the positive class of a binary task)."""
+def _f1(labels: np.ndarray, predicted: np.ndarray, n_classes: int) -> tuple[float, float | None]:
+    """Macro F1 and F1 of class 1, the positive class of a binary task (None with more classes: there is none)."""
     macro = f1_score(labels, predicted, average="macro", zero_division=0)
+    if n_classes != 2:
+        return float(macro), None
     positive = f1_score(labels, predicted, labels=[1], average=None, zero_division=0)[0]
     return float(macro), float(positive)
 
@@ -61,8 +63,9 @@ def imitation_summary(
     student_p = load_predictions(student_predictions, data)
     divergence = attention_jsd([student_p], teacher_p, data)[0][0]
     distance = output_tvd([student_p], teacher_p)[0]
-    student_macro, student_pos = _f1(data.data.labels, student_p.predicted)
-    teacher_macro, teacher_pos = _f1(data.data.labels, teacher_p.predicted)
+    n_classes = teacher_p.probs.shape[1]
+    student_macro, student_pos = _f1(data.data.labels, student_p.predicted, n_classes)
+    teacher_macro, teacher_pos = _f1(data.data.labels, teacher_p.predicted, n_classes)
     defined = divergence[~np.isnan(divergence)]
     summary = {
         "dataset": dataset,
@@ -88,13 +91,13 @@ def write_imitation(out: str | Path, *args, **kwargs) -> dict:
     summary = imitation_summary(*args, **kwargs)
     write_json(out, summary)
     log.info(
-        "%s λ=%g vs %s: JSD %.3f, TVD %.3f, F1 %.3f (teacher %.3f)",
+        "%s λ=%g vs %s: JSD %.3f, TVD %.3f, macro-F1 %.3f (teacher %.3f)",
         summary["student"],
         summary["lambda"],
         summary["teacher"],
         summary["jsd_mean"],
         summary["tvd_mean"],
-        summary["student_pos_f1"],
-        summary["teacher_pos_f1"],
+        summary["student_macro_f1"],
+        summary["teacher_macro_f1"],
     )
     return summary

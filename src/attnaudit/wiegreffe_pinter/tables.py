@@ -4,7 +4,9 @@
 - ``seed_table``: W&P §3.3 / Fig. 3 in numbers, seed variance vs J&W's ε-max adversary per dataset;
 - ``diagnostic``: W&P §3.4, the diagnostic MLP under each guide and whether the paper's ordering holds.
 
-Our F1 is reported as macro-F1 and positive-class F1 (``per_class_f1[1]``); W&P's numbers are positive-class F1.
+Our F1 is reported as macro-F1 and positive-class F1 (``per_class_f1[1]``); W&P's numbers are positive-class F1. A
+dataset of more than two classes has no positive class: its positive-class columns are empty, and its verdicts and
+marked cells use macro-F1 instead (``f1``, the measure of :func:`metrics_f1`; the W&P card judges by the same).
 """
 
 from __future__ import annotations
@@ -23,6 +25,10 @@ from attnaudit.wiegreffe_pinter.options import resolve
 log = logging.getLogger(__name__)
 
 ROLES = ("base", "uniform")
+NO_POSITIVE = (
+    " A dataset of more than two classes has no positive class: macro-F1 stands in for positive-class F1 in its"
+    " verdict and its pos-F1 cells, marked."
+)
 
 
 def fmt(x, digits: int = 3) -> str:
@@ -51,12 +57,34 @@ def _std(values: pd.Series) -> float:
 
 
 def metrics_f1(path: str | Path) -> dict:
-    """Macro-F1 and positive-class F1 on the test split from a model's ``metrics.json``."""
+    """Macro-F1 and positive-class F1 on the test split from a model's ``metrics.json``, and ``f1``, the measure
+    W&P's verdicts compare, in the tables and on the card: positive-class F1 of a binary task (W&P's), macro-F1
+    with more classes, where there is no positive class (``pos_f1`` is then NaN)."""
     metrics = read_json(path)
     test = metrics.get("test")
     if not test or "macro_f1" not in test or len(test.get("per_class_f1", [])) < 2:
         raise AttnauditError(f"{path}: expected test.macro_f1 and test.per_class_f1 (≥ 2 classes)")
-    return {"macro_f1": float(test["macro_f1"]), "pos_f1": float(test["per_class_f1"][1])}
+    macro = float(test["macro_f1"])
+    binary = len(test["per_class_f1"]) == 2
+    positive = float(test["per_class_f1"][1]) if binary else float("nan")
+    return {
+        "macro_f1": macro,
+        "pos_f1": positive,
+        "f1": positive if binary else macro,
+        "f1_measure": "positive" if binary else "macro",
+    }
+
+
+def _f1_cell(mean, std, measure: str) -> str:
+    """mean ± std of the verdict's measure, marked where macro-F1 stands in for positive-class F1."""
+    return _pm(mean, std) + (" (macro F1)" if measure == "macro" else "")
+
+
+def _measure(group: pd.DataFrame, dataset: str) -> str:
+    measures = set(group["f1_measure"])
+    if len(measures) > 1:
+        raise AttnauditError(f"dataset {dataset!r}: its models were trained on different numbers of classes")
+    return measures.pop()
 
 
 def _runs(runs: list[dict], kind: str, values: tuple[str, ...]) -> pd.DataFrame:
@@ -83,8 +111,8 @@ def uniform_table(runs: list[dict], options: dict | None = None) -> pd.DataFrame
     """One row per dataset: base and uniform F1 (mean ± std over seeds) beside W&P Table 2.
 
     ``uniform_within_base_spread``: |mean uniform F1 − mean base F1| ≤ spread_k · (sample std of the base seeds'
-    F1), on positive-class F1 (W&P's measure); undetermined (NA) with fewer than two base seeds. A dataset missing
-    either role is an error."""
+    F1), on positive-class F1 (W&P's measure; macro-F1 on a dataset of more than two classes, ``f1_measure``);
+    undetermined (NA) with fewer than two base seeds. A dataset missing either role is an error."""
     k = resolve(options)["uniform"]["spread_k"]
     frame = _runs(runs, "role", ROLES)
     rows = []
@@ -94,20 +122,20 @@ def uniform_table(runs: list[dict], options: dict | None = None) -> pd.DataFrame
             if role not in present:
                 raise AttnauditError(f"uniform table: dataset {dataset!r} has no {role!r} run")
         corpus = group["corpus"].iat[0]
-        row = {"dataset": dataset, "corpus": corpus}
+        row = {"dataset": dataset, "corpus": corpus, "f1_measure": _measure(group, dataset)}
         for role in ROLES:
             part = group[group["role"] == role]
             row[f"{role}_models"] = " ".join(sorted(part["model"]))
             row[f"n_{role}_seeds"] = len(part)
-            for metric in ("macro_f1", "pos_f1"):
+            for metric in ("macro_f1", "pos_f1", "f1"):
                 row[f"{role}_{metric}_mean"] = part[metric].mean()
                 row[f"{role}_{metric}_std"] = _std(part[metric])
-        row["base_pos_f1_min"] = group.loc[group["role"] == "base", "pos_f1"].min()
-        row["base_pos_f1_max"] = group.loc[group["role"] == "base", "pos_f1"].max()
-        row["delta_pos_f1"] = row["base_pos_f1_mean"] - row["uniform_pos_f1_mean"]
+        row["base_f1_min"] = group.loc[group["role"] == "base", "f1"].min()
+        row["base_f1_max"] = group.loc[group["role"] == "base", "f1"].max()
+        row["delta_f1"] = row["base_f1_mean"] - row["uniform_f1_mean"]
         row["delta_macro_f1"] = row["base_macro_f1_mean"] - row["uniform_macro_f1_mean"]
-        spread = k * row["base_pos_f1_std"]
-        row["uniform_within_base_spread"] = pd.NA if np.isnan(spread) else bool(abs(row["delta_pos_f1"]) <= spread)
+        spread = k * row["base_f1_std"]
+        row["uniform_within_base_spread"] = pd.NA if np.isnan(spread) else bool(abs(row["delta_f1"]) <= spread)
         row["spread_k"] = k
         jw, wp, wp_uniform = reference.TABLE2.get(corpus, (np.nan, np.nan, np.nan))
         row.update(
@@ -131,9 +159,17 @@ def uniform_markdown(table: pd.DataFrame) -> str:
             "uniform macro-F1": [
                 _pm(m, s) for m, s in zip(table["uniform_macro_f1_mean"], table["uniform_macro_f1_std"])
             ],
-            "base pos-F1": [_pm(m, s) for m, s in zip(table["base_pos_f1_mean"], table["base_pos_f1_std"])],
-            "uniform pos-F1": [_pm(m, s) for m, s in zip(table["uniform_pos_f1_mean"], table["uniform_pos_f1_std"])],
-            "Δ pos-F1": table["delta_pos_f1"],
+            "base pos-F1": [
+                _f1_cell(m, s, f1) for m, s, f1 in zip(table["base_f1_mean"], table["base_f1_std"], table["f1_measure"])
+            ],
+            "uniform pos-F1": [
+                _f1_cell(m, s, f1)
+                for m, s, f1 in zip(table["uniform_f1_mean"], table["uniform_f1_std"], table["f1_measure"])
+            ],
+            "Δ pos-F1": [
+                fmt(d) + (" (macro F1)" if f1 == "macro" else "")
+                for d, f1 in zip(table["delta_f1"], table["f1_measure"])
+            ],
             "uniform within base spread": [
                 "undetermined (< 2 base seeds)" if pd.isna(v) else fmt(bool(v))
                 for v in table["uniform_within_base_spread"]
@@ -150,7 +186,10 @@ def uniform_markdown(table: pd.DataFrame) -> str:
         "columns (J&W-reported, W&P reproduced, W&P uniform) are positive-class F1, one run each. "
         f"*Uniform within base spread*: |mean uniform pos-F1 − mean base pos-F1| ≤ {fmt(k, 1)} × sample std of the "
         "base seeds' pos-F1 (undetermined with fewer than two base seeds). If it holds, attention adds nothing "
-        "beyond seed noise on this dataset (W&P §3.2).\n\n" + markdown(shown)
+        "beyond seed noise on this dataset (W&P §3.2)."
+        + (NO_POSITIVE if (table["f1_measure"] == "macro").any() else "")
+        + "\n\n"
+        + markdown(shown)
     )
 
 
@@ -232,12 +271,14 @@ def _ordering(means: dict[str, float]) -> tuple[object, str]:
 def diagnostic_table(runs: list[dict]) -> pd.DataFrame:
     """One row per dataset × guide: F1 of the diagnostic MLP (mean ± std over seeds) beside W&P's (positive
     class, approximate), and per dataset whether W&P's ordering of the guides holds in ours (positive-class F1
-    means; ``paper_ordering_holds`` is NA when a guide was not run)."""
+    means, macro-F1 on a dataset of more than two classes; ``paper_ordering_holds`` is NA when a guide was not
+    run)."""
     frame = _runs(runs, "guide", reference.GUIDES)
     rows = []
     for dataset, group in frame.groupby("dataset", sort=True):
         corpus = group["corpus"].iat[0]
-        means = group.groupby("guide")["pos_f1"].mean().to_dict()
+        measure = _measure(group, dataset)
+        means = group.groupby("guide")["f1"].mean().to_dict()
         holds, detail = _ordering(means)
         paper = reference.DIAGNOSTIC.get(corpus, {})
         for guide in [g for g in reference.GUIDES if g in means]:
@@ -254,6 +295,9 @@ def diagnostic_table(runs: list[dict]) -> pd.DataFrame:
                     "macro_f1_std": _std(part["macro_f1"]),
                     "pos_f1_mean": part["pos_f1"].mean(),
                     "pos_f1_std": _std(part["pos_f1"]),
+                    "f1_measure": measure,
+                    "f1_mean": part["f1"].mean(),
+                    "f1_std": _std(part["f1"]),
                     "wp_f1": paper.get(guide, np.nan),
                     "paper_source": reference.DIAGNOSTIC_PROVENANCE if paper else "not in W&P's table",
                     "paper_ordering_holds": holds,
@@ -270,7 +314,7 @@ def diagnostic_markdown(table: pd.DataFrame) -> str:
             "guide": table["guide_name"],
             "seeds": table["n_seeds"],
             "macro-F1": [_pm(m, s) for m, s in zip(table["macro_f1_mean"], table["macro_f1_std"])],
-            "pos-F1": [_pm(m, s) for m, s in zip(table["pos_f1_mean"], table["pos_f1_std"])],
+            "pos-F1": [_f1_cell(m, s, f1) for m, s, f1 in zip(table["f1_mean"], table["f1_std"], table["f1_measure"])],
             "W&P F1 (approx.)": table["wp_f1"],
         }
     )
@@ -288,8 +332,14 @@ def diagnostic_markdown(table: pd.DataFrame) -> str:
         "# Wiegreffe & Pinter (2019) §3.4: diagnostic MLP guided by pre-set attention\n\n"
         "A non-contextual token MLP whose outputs are weighted by the guide's attention in training and test. Test "
         "F1, mean ± sample std over seeds; W&P's column is positive-class F1 transcribed from the paper "
-        "(approximate).\n\n" + markdown(shown) + "\n## Does W&P's ordering hold here?\n\n"
-        "Base LSTM ≥ Trained MLP ≥ Uniform, and the Adversary below all three (positive-class F1 means):\n\n"
+        "(approximate)."
+        + (NO_POSITIVE if (table["f1_measure"] == "macro").any() else "")
+        + "\n\n"
+        + markdown(shown)
+        + "\n## Does W&P's ordering hold here?\n\n"
+        "Base LSTM ≥ Trained MLP ≥ Uniform, and the Adversary below all three (positive-class F1 means"
+        + ("; macro-F1 where a dataset has more than two classes" if (table["f1_measure"] == "macro").any() else "")
+        + "):\n\n"
         + "\n".join(lines)
         + "\n"
     )
