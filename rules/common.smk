@@ -612,7 +612,9 @@ def wp_roles(dataset):
     if len(seeds) < WP["seeds"]["min_seeds"]:
         raise ValueError(
             f"wiegreffe_pinter: the seed variance on {dataset!r} needs {WP['seeds']['min_seeds']} more seeds of "
-            f"{roles['base']} besides seed {WP['base_seed']}, the model sheet has {len(seeds)}"
+            f"{roles['base']} besides seed {WP['base_seed']} (wiegreffe_pinter.seeds.min_seeds), the model sheet "
+            f"has {len(seeds)} ({', '.join(seeds) or 'none'}): add seeds to the grid or the sheet entry of "
+            f"{roles['base']} on {dataset!r}, or lower min_seeds"
         )
     uniform = wp_variant_models(dataset, roles["uniform"], "uniform")
     diagnostic = {g: wp_variant_models(dataset, v, f"diagnostic.{g}") for g, v in roles["diagnostic"].items()}
