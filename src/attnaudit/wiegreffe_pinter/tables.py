@@ -75,9 +75,9 @@ def metrics_f1(path: str | Path) -> dict:
     }
 
 
-def _f1_cell(mean, std, measure: str) -> str:
-    """mean ± std of the verdict's measure, marked where macro-F1 stands in for positive-class F1."""
-    return _pm(mean, std) + (" (macro F1)" if measure == "macro" else "")
+def _marked(cell: str, measure: str) -> str:
+    """A cell of the verdict's measure, marked where macro-F1 stands in for positive-class F1."""
+    return cell + (" (macro F1)" if measure == "macro" else "")
 
 
 def _measure(group: pd.DataFrame, dataset: str) -> str:
@@ -160,16 +160,14 @@ def uniform_markdown(table: pd.DataFrame) -> str:
                 _pm(m, s) for m, s in zip(table["uniform_macro_f1_mean"], table["uniform_macro_f1_std"])
             ],
             "base pos-F1": [
-                _f1_cell(m, s, f1) for m, s, f1 in zip(table["base_f1_mean"], table["base_f1_std"], table["f1_measure"])
+                _marked(_pm(m, s), f1)
+                for m, s, f1 in zip(table["base_f1_mean"], table["base_f1_std"], table["f1_measure"])
             ],
             "uniform pos-F1": [
-                _f1_cell(m, s, f1)
+                _marked(_pm(m, s), f1)
                 for m, s, f1 in zip(table["uniform_f1_mean"], table["uniform_f1_std"], table["f1_measure"])
             ],
-            "Δ pos-F1": [
-                fmt(d) + (" (macro F1)" if f1 == "macro" else "")
-                for d, f1 in zip(table["delta_f1"], table["f1_measure"])
-            ],
+            "Δ pos-F1": [_marked(fmt(d), f1) for d, f1 in zip(table["delta_f1"], table["f1_measure"])],
             "uniform within base spread": [
                 "undetermined (< 2 base seeds)" if pd.isna(v) else fmt(bool(v))
                 for v in table["uniform_within_base_spread"]
@@ -314,7 +312,9 @@ def diagnostic_markdown(table: pd.DataFrame) -> str:
             "guide": table["guide_name"],
             "seeds": table["n_seeds"],
             "macro-F1": [_pm(m, s) for m, s in zip(table["macro_f1_mean"], table["macro_f1_std"])],
-            "pos-F1": [_f1_cell(m, s, f1) for m, s, f1 in zip(table["f1_mean"], table["f1_std"], table["f1_measure"])],
+            "pos-F1": [
+                _marked(_pm(m, s), f1) for m, s, f1 in zip(table["f1_mean"], table["f1_std"], table["f1_measure"])
+            ],
             "W&P F1 (approx.)": table["wp_f1"],
         }
     )
@@ -328,17 +328,18 @@ def diagnostic_markdown(table: pd.DataFrame) -> str:
         )
         for r in verdicts.itertuples(index=False)
     ]
+    some_macro = (table["f1_measure"] == "macro").any()
     return (
         "# Wiegreffe & Pinter (2019) §3.4: diagnostic MLP guided by pre-set attention\n\n"
         "A non-contextual token MLP whose outputs are weighted by the guide's attention in training and test. Test "
         "F1, mean ± sample std over seeds; W&P's column is positive-class F1 transcribed from the paper "
         "(approximate)."
-        + (NO_POSITIVE if (table["f1_measure"] == "macro").any() else "")
+        + (NO_POSITIVE if some_macro else "")
         + "\n\n"
         + markdown(shown)
         + "\n## Does W&P's ordering hold here?\n\n"
         "Base LSTM ≥ Trained MLP ≥ Uniform, and the Adversary below all three (positive-class F1 means"
-        + ("; macro-F1 where a dataset has more than two classes" if (table["f1_measure"] == "macro").any() else "")
+        + ("; macro-F1 where a dataset has more than two classes" if some_macro else "")
         + "):\n\n"
         + "\n".join(lines)
         + "\n"
