@@ -12,6 +12,7 @@ from pathlib import Path
 from snakemake.utils import validate
 
 from attnaudit import AttnauditError
+from attnaudit.cards.summary import stage_options
 from attnaudit.config_errors import check_config, check_duplicate_keys, check_section
 from attnaudit.corpora.build import resolved_options
 from attnaudit.corpora.fetch import mirror_path
@@ -787,9 +788,10 @@ def summary_path(stage, dataset, model):
     return f"results/summaries/{stage}/{dataset}/{model}.json"
 
 
-def card_options(dataset):
-    """The cards block for one dataset's summary jobs: the bootstrap seed defaults to the global seed; a check's
-    threshold left null is the one the paper's own table uses on this dataset, so card and table apply one rule."""
+def card_options(dataset, stage):
+    """The cards options ``stage``'s summary jobs on one dataset read (and no others, so a threshold reruns only the
+    stage that reads it): the bootstrap seed defaults to the global seed; a check's threshold left null is the one
+    the paper's own table uses on this dataset, so card and table apply one rule."""
     jw = jw_dataset_options(dataset)
     inherited = {
         "delta_median": jw["permutation"]["small_change"],
@@ -798,7 +800,7 @@ def card_options(dataset):
     }
     options = {k: (inherited[k] if v is None and k in inherited else v) for k, v in CARDS.items() if k != "seed"}
     seed = CARDS["seed"] if CARDS["seed"] is not None else config["seed"]
-    return {**options, "seed": seed, "split": AUDITS["split"]}
+    return stage_options(stage, {**options, "seed": seed, "split": AUDITS["split"]})
 
 
 def card_summaries(dataset, model):

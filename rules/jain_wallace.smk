@@ -240,7 +240,7 @@ rule jw_card_summary:
         "../envs/attnaudit.yaml"
     params:
         inputs=summary_inputs_json,
-        options=lambda wc: as_json(card_options(wc.dataset)),
+        options=lambda wc: as_json(card_options(wc.dataset, "jain_wallace")),
     shell:
         "python -m attnaudit cards summary --stage jain_wallace --dataset {wildcards.dataset} --model {wildcards.model}"
         " --inputs {params.inputs:q} --options {params.options:q} --out {output:q} > {log:q} 2>&1"

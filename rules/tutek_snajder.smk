@@ -213,7 +213,7 @@ rule ts_card_summary:
         "../envs/attnaudit.yaml"
     params:
         inputs=summary_inputs_json,
-        options=lambda wc: as_json(card_options(wc.dataset)),
+        options=lambda wc: as_json(card_options(wc.dataset, "tutek_snajder")),
     shell:
         "python -m attnaudit cards summary --stage tutek_snajder --dataset {wildcards.dataset} --model {wildcards.model}"
         " --inputs {params.inputs:q} --options {params.options:q} --out {output:q} > {log:q} 2>&1"

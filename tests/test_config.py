@@ -293,12 +293,18 @@ def test_cards_apply_the_thresholds_of_the_papers_tables(tmp_path):
     cfg["wiegreffe_pinter"]["uniform"] = {"spread_k": 3.0}
     cfg["cards"]["eps_max_jsd"] = 0.4
     summaries = shell_commands(tmp_path, cfg, "cards summary")
-    planted = [c for c in summaries if "--dataset planted " in c]
-    sst = [c for c in summaries if "--dataset sst_small " in c]
-    assert planted and sst, summaries
-    assert all('"delta_median": 0.1' in c and '"seed_spread": 3.0' in c for c in planted), planted
+    jw = [c for c in summaries if "--stage jain_wallace " in c]
+    wp = [c for c in summaries if "--stage wiegreffe_pinter " in c]
+    planted = [c for c in jw if "--dataset planted " in c]
+    sst = [c for c in jw if "--dataset sst_small " in c]
+    assert planted and sst and wp, summaries
+    assert all('"delta_median": 0.1' in c for c in planted), planted
+    assert all('"seed_spread": 3.0' in c for c in wp), wp
     assert all('"delta_median": 0.05' in c for c in sst), sst  # the override is planted's alone
-    assert all('"eps_max_jsd": 0.4' in c for c in summaries)  # set in cards: the card's own
+    assert all('"eps_max_jsd": 0.4' in c for c in jw)  # set in cards: the card's own
+    # each stage's summaries carry only the options it reads (a threshold reruns only its stage)
+    assert not any("delta_median" in c or "eps_max_jsd" in c for c in summaries if c not in jw)
+    assert not any("seed_spread" in c for c in summaries if c not in wp)
 
 
 def test_a_training_field_is_a_parameter_of_the_models_that_read_it(tmp_path):

@@ -103,6 +103,22 @@ def test_writing_out_a_default_reruns_nothing(pipeline_run, tmp_path):
     assert "rule train:" in snakemake(workdir, "-n", config=restated).stdout
 
 
+def test_a_card_threshold_reruns_only_the_summaries_that_read_it(pipeline_run, tmp_path):
+    """Each stage's card summary has as parameters only the ``cards.*`` options it reads: T&Š's fragility threshold
+    plans T&Š's summaries (and the cards they feed), the bootstrap's resamples J&W's, and no other stage's."""
+    workdir, config = pipeline_run
+    summaries = {"jw_card_summary", "saliency_card_summary", "wp_card_summary", "ts_card_summary"}
+    changes = (("fragility_points", 2.5, "ts_card_summary"), ("bootstrap_samples", 123, "jw_card_summary"))
+    for option, value, reread in changes:
+        cfg = yaml.safe_load(config.read_text())
+        cfg.setdefault("cards", {})[option] = value
+        changed = tmp_path / f"{option}.yaml"
+        changed.write_text(yaml.safe_dump(cfg, sort_keys=False))
+        rules = {rule for rule, _ in jobs_of(snakemake(workdir, "-n", config=changed).stdout)}
+        assert rules & summaries == {reread}, (option, rules)
+        assert "card" in rules and not {"train", "tokenise"} & rules, (option, rules)
+
+
 def test_one_variant_change_reruns_only_its_branch(pipeline_run, tmp_path):
     shared, config = pipeline_run
     workdir = tmp_path / "copy"  # the session's run stays as it is for the Slurm comparison

@@ -32,11 +32,20 @@ DEFAULTS = {
 }
 
 
-def options_with_defaults(options: dict | None) -> dict:
+def stage_card(stage: str):
+    """The stage's own card module, ``attnaudit.<stage>.card``."""
+    return importlib.import_module(f"attnaudit.{stage}.card")
+
+
+def stage_options(stage: str, options: dict | None) -> dict:
+    """The ``cards.*`` options ``stage``'s summary reads (its card module's ``OPTIONS``), defaults filled in. Only
+    these are the parameters of its summary jobs, so a threshold another stage reads reruns none of them; and reading
+    an option the module does not declare fails (KeyError) instead of falling back to a default unseen."""
     unknown = set(options or {}) - set(DEFAULTS)
     if unknown:
         raise ValueError(f"cards: unknown option(s) {sorted(unknown)}; expected some of {sorted(DEFAULTS)}")
-    return {**DEFAULTS, **(options or {})}
+    given = {**DEFAULTS, **(options or {})}
+    return {key: given[key] for key in stage_card(stage).OPTIONS}
 
 
 def bootstrap_ci(values, *, n_resamples: int, confidence: float, seed: int) -> tuple[float, float] | None:
@@ -129,7 +138,6 @@ def existing(inputs: dict, key: str) -> str | None:
 
 def run_summary(stage: str, inputs: dict, dataset: str, model: str, options: dict | None, out: str) -> dict:
     """Call ``attnaudit.<stage>.card.summary`` (the stage's own code) and write its summary JSON."""
-    module = importlib.import_module(f"attnaudit.{stage}.card")
-    result = module.summary(inputs, dataset=dataset, model=model, options=options_with_defaults(options))
+    result = stage_card(stage).summary(inputs, dataset=dataset, model=model, options=stage_options(stage, options))
     write_json(out, result)
     return result

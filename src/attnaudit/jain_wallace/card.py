@@ -8,6 +8,8 @@ from attnaudit.cards.summary import bootstrap_ci, check, existing, make_summary,
 from attnaudit.io import read_parquet
 
 TITLE = "Jain & Wallace (2019): attention vs gradients and LOO, permuted and adversarial attention"
+# the cards.* options this summary reads (only they are its jobs' parameters: attnaudit.cards.summary.stage_options)
+OPTIONS = ("bootstrap_samples", "confidence", "seed", "majority", "delta_median", "eps_max_jsd")
 PAIRS = {
     "tau_attention_gradient": "τ(attention, gradient)",
     "tau_attention_loo": "τ(attention, LOO)",

@@ -10,6 +10,8 @@ from attnaudit.cards.summary import check, existing, make_summary, number
 from attnaudit.io import read_parquet
 
 TITLE = "Bastings & Filippova (2020): attention among input-saliency methods (ERASER faithfulness)"
+# the cards.* options this summary reads (only they are its jobs' parameters: attnaudit.cards.summary.stage_options)
+OPTIONS = ("split",)
 
 
 def aopc(frame: pd.DataFrame) -> pd.DataFrame:

@@ -9,6 +9,8 @@ from attnaudit.io import read_json, read_parquet
 from attnaudit.tutek_snajder.runs import reported_f1
 
 TITLE = "Tutek & Šnajder (2020): fragility, mutual information, per-token probability"
+# the cards.* options this summary reads (only they are its jobs' parameters: attnaudit.cards.summary.stage_options)
+OPTIONS = ("fragility_points",)
 
 
 def summary(inputs: dict, *, dataset: str, model: str, options: dict) -> dict:

@@ -12,6 +12,8 @@ from attnaudit.io import read_json, read_parquet
 from attnaudit.wiegreffe_pinter.tables import metrics_f1
 
 TITLE = "Wiegreffe & Pinter (2019): uniform attention and seed variance as baselines"
+# the cards.* options this summary reads (only they are its jobs' parameters: attnaudit.cards.summary.stage_options)
+OPTIONS = ("seed_spread", "majority")
 ADVERSARY_TITLE = "Wiegreffe & Pinter (2019): an adversary imitating {teacher}, λ = {lam:g}"
 
 
