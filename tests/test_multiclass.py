@@ -31,7 +31,7 @@ def config(corpus_path: str) -> dict:
                 "corpus": DATASET,
                 "embeddings": {"dim": 32, "epochs": 10},
                 "grid": {"encoders": ["lstm"], "attentions": ["additive"], "seeds": [0, 1, 2]},
-                "train": {"epochs": 5, "lr": 0.005},  # small data: the models learn (macro-F1 measured in the note)
+                "train": {"epochs": 5, "lr": 0.005},  # the BiLSTMs reach test macro-F1 0.30–0.37 (chance 0.25)
                 "models": {
                     "lstm16-additive-base": {"lstm_hidden": 16, "clip": 5},
                     "lstm16-additive-tying20": {"lstm_hidden": 16, "clip": 5, "regulariser": "tying", "delta": 20},
