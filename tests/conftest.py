@@ -85,6 +85,18 @@ def mirror_dir() -> Path | None:
     return None
 
 
+def required_mirror() -> Path:
+    """The mirror for an end-to-end run; without one, the run's tests skip, except under CI, which places it
+    beside the checkout: there a missing mirror is a failure, never a silent skip."""
+    mirror = mirror_dir()
+    if mirror is None:
+        why = "no corpus mirror (set ATTNAUDIT_MIRROR or place shared/corpora beside the checkout)"
+        if os.environ.get("CI"):
+            pytest.fail(why)
+        pytest.skip(why)
+    return mirror
+
+
 #: Session fixtures that must exist once: the local pipeline run (~12 min) and the Slurm cluster (one slurmctld).
 #: Every test using one goes to the same xdist worker (``pytest -n 2``, ``--dist loadgroup`` in pyproject.toml);
 #: the other worker runs the unit tests meanwhile.
@@ -204,8 +216,7 @@ def local_pipeline(tmp_path_factory) -> Path:
     adversarial jobs one at a time on one of the two cores. Tests must not change this directory; copy it first
     (see test_pipeline.py).
     """
-    if mirror_dir() is None:
-        pytest.skip("no corpus mirror (set ATTNAUDIT_MIRROR or place shared/corpora beside the checkout)")
+    required_mirror()
     workdir = tmp_path_factory.mktemp("local-pipeline")
     (workdir / "log.txt").write_text(
         snakemake(

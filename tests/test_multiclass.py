@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import mirror_dir, snakemake
+from conftest import required_mirror, snakemake
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("multiclass")]  # one worker runs the pipeline once
 
@@ -75,9 +75,7 @@ def config(corpus_path: str) -> dict:
 def multiclass_run(tmp_path_factory):
     """The whole pipeline on ``PER_CLASS`` articles of each AG News class (title and description joined), a CSV
     outside the repository as a user would write it; nothing of the project's corpus registry is used."""
-    mirror = mirror_dir()
-    if mirror is None:
-        pytest.skip("no corpus mirror (set ATTNAUDIT_MIRROR or place shared/corpora beside the checkout)")
+    mirror = required_mirror()
     workdir = tmp_path_factory.mktemp("multiclass")
     taken = dict.fromkeys(CLASSES, 0)
     source = mirror / "ag_news" / "ag_news_csv" / "test.csv"
