@@ -4,10 +4,13 @@ shared/corpora/MANIFEST.md and the papers), checksum/download/extraction failure
 from __future__ import annotations
 
 import argparse
+import bz2
 import dataclasses
+import gzip
 import hashlib
 import io
 import json
+import lzma
 import os
 import shutil
 import tarfile
@@ -486,6 +489,90 @@ def test_user_csv_header_naming_a_column_twice_is_rejected(tmp_path):
     cfg = _user(tmp_path, "d.csv", "id,text,label,text\n1,good,pos,train\n2,bad,neg,test\n")
     with pytest.raises(AttnauditError, match=r"d.csv:1: the header names column\(s\) \['text'\] more than once"):
         build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)
+
+
+def test_user_tsv_is_tab_separated_without_quoting(tmp_path):
+    """TSV as GLUE writes it: a tab separates fields, a line ends a record and a quote is text; the format
+    follows from the .tsv suffix, Windows line ends are line ends, and a row with a tab too many names its line."""
+    content = 'text\tlabel\nit \'s a "great" film\tpos\n"unbalanced quote\tneg\r\n\nfine\tpos\n'
+    path = tmp_path / "g.tsv"
+    path.write_text(content, encoding="utf-8", newline="")
+    cfg = {"mine": {"path": str(path), "text_column": "text", "label_column": "label"}}
+    frame, manifest = build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)
+    assert frame["text"].tolist() == ['it \'s a "great" film', '"unbalanced quote', "fine"]
+    assert frame["label"].tolist() == [1, 0, 1] and manifest["label_names"] == ["neg", "pos"]
+    path.write_text(content + "a\ttab too\tmany\n", encoding="utf-8")
+    with pytest.raises(AttnauditError, match=r"g\.tsv:6: expected 2 fields, found 3: 'a\\ttab too\\tmany'"):
+        build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)
+
+
+@pytest.mark.parametrize(
+    "name, content, fmt, hint",
+    [
+        (
+            "t.csv",
+            "text\tlabel\nx\tpos\ny\tneg\n",
+            "csv",
+            "the header is one column holding tabs: for tab-separated values set format: tsv",
+        ),
+        (
+            "s.csv",
+            "text;label\nx;pos\ny;neg\n",
+            "csv",
+            "the header is one column holding ';': save the file comma-separated",
+        ),
+        (
+            "c.tsv",
+            "text,label\nx,pos\ny,neg\n",
+            "tsv",
+            "the header is one column holding commas: for comma-separated values set format: csv",
+        ),
+    ],
+)
+def test_user_file_with_another_separator_says_which(tmp_path, name, content, fmt, hint):
+    """A header that comes out as one column names what separates it and the format that reads it."""
+    cfg = _user(tmp_path, name, content, format=fmt)
+    with pytest.raises(AttnauditError, match="column 'text' .* is missing") as err:
+        build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)
+    assert str(err.value).endswith(hint)
+
+
+_TABLE = "text,label\nnice film,pos\nbad film,neg\n"
+
+
+@pytest.mark.parametrize(
+    "data, what",
+    [
+        (gzip.compress(_TABLE.encode()), "a gzip-compressed file; decompress it"),
+        (bz2.compress(_TABLE.encode()), "a bzip2-compressed file; decompress it"),
+        (lzma.compress(_TABLE.encode()), "an xz-compressed file; decompress it"),
+        (b"PK\x03\x04\x14\x00\x06\x00" + bytes(range(256)), "a zip archive (a spreadsheet's .xlsx is one)"),
+        (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(range(256)), "an old Excel (.xls) workbook"),
+    ],
+    ids=["gzip", "bzip2", "xz", "xlsx", "xls"],
+)
+@pytest.mark.parametrize("encoding", [None, "latin-1"])
+def test_user_file_that_is_no_text_is_named(tmp_path, data, what, encoding):
+    """A compressed file or a spreadsheet stops with what it is, even under an encoding that decodes any bytes."""
+    path = tmp_path / "mine.csv"
+    path.write_bytes(data)
+    cfg = {"mine": {"path": str(path), "text_column": "text", "label_column": "label", "encoding": encoding}}
+    with pytest.raises(AttnauditError, match="not a text file: its first bytes say it is") as err:
+        build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)
+    assert what in str(err.value) and str(path) in str(err.value)
+
+
+def test_user_utf16_file_names_the_encoding_that_reads_it(tmp_path):
+    """UTF-16 (as Excel's "Unicode text" writes it) fails under UTF-8 naming its byte-order mark, and reads with
+    ``encoding: utf-16``."""
+    path = tmp_path / "mine.csv"
+    path.write_bytes(_TABLE.encode("utf-16"))
+    cfg = {"mine": {"path": str(path), "text_column": "text", "label_column": "label"}}
+    with pytest.raises(AttnauditError, match=r"mine\.csv:1: cannot decode as utf-8 .*byte-order mark.*utf-16"):
+        build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)
+    cfg["mine"]["encoding"] = "utf-16"
+    frame, _ = build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)
+    assert frame["text"].tolist() == ["nice film", "bad film"]
 
 
 def test_user_jsonl_lines_end_only_at_newlines(tmp_path):

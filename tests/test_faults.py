@@ -84,6 +84,25 @@ def test_user_corpus_file_and_format_named(tmp_path):
     assert dry_run(tmp_path, user_config(odd, format="csv")).returncode == 0  # format may be given explicitly
 
 
+def test_a_user_tsv_gives_the_documents_of_the_same_rows_as_csv(tmp_path):
+    """The same rows as TSV (format from the .tsv suffix) and as CSV give the same documents; read as CSV,
+    the TSV stops the dry run naming the format that reads it."""
+    rows = list(csv.reader(write_corpus(tmp_path / "mine.csv", ["pos", "neg"] * 20).open(newline="")))
+    tsv = tmp_path / "mine.tsv"
+    tsv.write_text("".join("\t".join(row) + "\n" for row in rows))
+    output = said(dry_run(tmp_path, user_config(tsv, format="csv")))
+    assert "corpora.user.mine.text_column" in output and "set format: tsv" in output, output[-3000:]
+    target = "results/corpora/mine/documents.parquet"
+    documents = {}
+    for corpus in (tmp_path / "mine.csv", tsv):
+        config = tmp_path / f"{corpus.suffix[1:]}.yaml"
+        config.write_text(yaml.safe_dump(user_config(corpus)))
+        snakemake(tmp_path, "--cores", "1", target, config=config)
+        documents[corpus.suffix] = pd.read_parquet(tmp_path / target)
+    assert len(documents[".csv"]) == 40
+    pd.testing.assert_frame_equal(documents[".csv"], documents[".tsv"])
+
+
 def test_user_corpus_name_with_a_hyphen_is_rejected_by_the_schema(tmp_path):
     cfg = user_config(write_corpus(tmp_path / "mine.csv", ["pos", "neg"] * 20))
     cfg["corpora"]["user"] = {"my-corpus": cfg["corpora"]["user"]["mine"]}

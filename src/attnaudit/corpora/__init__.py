@@ -1,5 +1,5 @@
-"""Corpora stage: a registry entry (or a user's CSV/JSONL) → verified documents.parquet + manifest.json; the logic is
-in :mod:`.build`, the registry in :mod:`.registry`, downloads and checksums in :mod:`.fetch`."""
+"""Corpora stage: a registry entry (or a user's CSV/TSV/JSONL) → verified documents.parquet + manifest.json; the
+logic is in :mod:`.build`, the registry in :mod:`.registry`, downloads and checksums in :mod:`.fetch`."""
 
 from __future__ import annotations
 

@@ -185,27 +185,54 @@ def read_20news(root: Path) -> tuple[pd.DataFrame, dict]:
 # --- CSV helpers (AG News, ADR, user corpora) ---------------------------------------------------------------
 
 
+#: the first bytes of files that are no text in any encoding, and what to do with each
+_NOT_TEXT = (
+    (b"\x1f\x8b", "a gzip-compressed file; decompress it (gunzip) and point the path at the result"),
+    (b"BZh", "a bzip2-compressed file; decompress it (bunzip2) and point the path at the result"),
+    (b"\xfd7zXZ\x00", "an xz-compressed file; decompress it (unxz) and point the path at the result"),
+    (b"PK\x03\x04", "a zip archive (a spreadsheet's .xlsx is one); extract it, or save the sheet as CSV"),
+    (b"\xd0\xcf\x11\xe0", "an old Excel (.xls) workbook; save the sheet as CSV"),
+)
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
 def decode_file(path: Path, encoding: str = "utf-8") -> str:
-    """Read a text file; a decoding error names the file, the line and the encoding."""
+    """Read a text file; a decoding error names the file, the line and the encoding. A compressed file or a
+    spreadsheet is named as such (whatever the encoding, since e.g. latin-1 decodes any bytes), and so is UTF-16."""
     data = path.read_bytes()
+    what = next((advice for magic, advice in _NOT_TEXT if data.startswith(magic)), None)
+    if what:
+        raise AttnauditError(f"{path}: not a text file: its first bytes say it is {what}")
     try:
         return data.decode("utf-8-sig" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding)
     except UnicodeDecodeError as err:
         line = data[: err.start].count(b"\n") + 1
-        raise AttnauditError(
-            f"{path}:{line}: cannot decode as {encoding} ({err.reason}); set the corpus's 'encoding' (e.g. latin-1)"
-        ) from err
+        advice = (
+            "it is UTF-16 (its first bytes are a UTF-16 byte-order mark): set the corpus's 'encoding: utf-16'"
+            if data.startswith(_UTF16_BOMS)
+            else "set the corpus's 'encoding' (e.g. latin-1)"
+        )
+        raise AttnauditError(f"{path}:{line}: cannot decode as {encoding} ({err.reason}); {advice}") from err
     except LookupError as err:
         raise AttnauditError(f"{path}: unknown encoding {encoding!r}") from err
 
 
-def csv_records(path: Path, encoding: str = "utf-8", n_fields: int | None = None) -> Iterator[tuple[int, list[str]]]:
+#: tab-separated values as GLUE and most NLP corpora write them (IANA text/tab-separated-values): one record per
+#: line, no quoting, so a quote is part of the text
+TSV = {"delimiter": "\t", "quoting": csv.QUOTE_NONE}
+
+
+def csv_records(
+    path: Path, encoding: str = "utf-8", n_fields: int | None = None, dialect: dict | None = None
+) -> Iterator[tuple[int, list[str]]]:
     """Yield ``(first line number, fields)`` per CSV record; malformed rows raise with the 1-based line.
 
-    ``n_fields``: required field count (default: the first record's count, i.e. the header's).
+    ``n_fields``: required field count (default: the first record's count, i.e. the header's). ``dialect``:
+    options of ``csv.reader`` (``TSV`` for tab-separated values; default: comma-separated, RFC 4180 quoting).
     """
     csv.field_size_limit(2**31 - 1)  # a document is one field: the module's default stops at 131,072 characters
-    reader = csv.reader(io.StringIO(decode_file(path, encoding), newline=""), strict=True)
+    dialect = dialect or {}
+    reader = csv.reader(io.StringIO(decode_file(path, encoding), newline=""), strict=True, **dialect)
     start = 1
     while True:
         try:
@@ -219,7 +246,8 @@ def csv_records(path: Path, encoding: str = "utf-8", n_fields: int | None = None
             n_fields = len(fields)
         if fields and len(fields) != n_fields:
             raise AttnauditError(
-                f"{path}:{start}: expected {n_fields} fields, found {len(fields)}: {','.join(fields)[:80]!r}"
+                f"{path}:{start}: expected {n_fields} fields, found {len(fields)}: "
+                f"{dialect.get('delimiter', ',').join(fields)[:80]!r}"
             )
         if fields:  # blank lines are not records
             yield start, fields
@@ -402,13 +430,13 @@ def json_error(err: json.JSONDecodeError) -> str:
 
 
 def _user_records(path: Path, fmt: str, encoding: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line, record) from a CSV with a header row or from JSON Lines (one object per line)."""
-    if fmt == "csv":
-        records = csv_records(path, encoding)
+    """(line, record) from a CSV or TSV file with a header row or from JSON Lines (one object per line)."""
+    if fmt in ("csv", "tsv"):
+        records = csv_records(path, encoding, dialect=TSV if fmt == "tsv" else None)
         try:
             _, header = next(records)
         except StopIteration:
-            raise AttnauditError(f"{path}: empty CSV file (expected a header row)") from None
+            raise AttnauditError(f"{path}: empty {fmt.upper()} file (expected a header row)") from None
         repeated = sorted({name for name in header if header.count(name) > 1})
         if repeated:
             raise AttnauditError(
@@ -546,17 +574,19 @@ def _as_int(value: Any) -> int | None:
 
 
 def _format_of_suffix(path: str) -> str | None:
-    return {".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl"}.get(Path(path).suffix.lower())
+    return {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}.get(Path(path).suffix.lower())
 
 
 def user_format(name: str, config: dict) -> str:
-    """``format`` if given, else from the file name (.csv, .jsonl/.json)."""
+    """``format`` if given, else from the file name (.csv, .tsv, .jsonl/.json)."""
     if Path(config["path"]).expanduser().is_dir():
-        raise AttnauditError(f"corpora.user.{name}.path: {config['path']} is a directory; expected a CSV or JSONL file")
-    fmt = config.get("format") or _format_of_suffix(config["path"])
-    if fmt not in ("csv", "jsonl"):
         raise AttnauditError(
-            f"corpora.user.{name}.format: cannot tell the format of {config['path']}; set format: csv or jsonl"
+            f"corpora.user.{name}.path: {config['path']} is a directory; expected a CSV, TSV or JSONL file"
+        )
+    fmt = config.get("format") or _format_of_suffix(config["path"])
+    if fmt not in ("csv", "tsv", "jsonl"):
+        raise AttnauditError(
+            f"corpora.user.{name}.format: cannot tell the format of {config['path']}; set format: csv, tsv or jsonl"
         )
     return fmt
 
@@ -580,8 +610,22 @@ def without_restated_options(entry: dict) -> dict:
     return {key: value for key, value in entry.items() if not restated(key, value)}
 
 
+def _one_column_hint(record: dict, fmt: str) -> str:
+    """Why a header may have come out as one column: the file is separated by something else."""
+    if len(record) != 1:
+        return ""
+    (header,) = record
+    if fmt == "csv" and "\t" in header:
+        return "; the header is one column holding tabs: for tab-separated values set format: tsv"
+    if fmt in ("csv", "tsv") and ";" in header:
+        return "; the header is one column holding ';': save the file comma-separated"
+    if fmt == "tsv" and "," in header:
+        return "; the header is one column holding commas: for comma-separated values set format: csv"
+    return ""
+
+
 def read_user(name: str, config: dict) -> tuple[pd.DataFrame, dict]:
-    """A user's own CSV/JSONL corpus declared in config: ``{path, format, text_column,
+    """A user's own CSV/TSV/JSONL corpus declared in config: ``{path, format, text_column,
     label_column, split_column?, id_column?, label_names?, encoding?}``.
 
     Without ``split_column`` every row gets split "all" (the tokeniser makes seeded stratified splits).
@@ -605,6 +649,7 @@ def read_user(name: str, config: dict) -> tuple[pd.DataFrame, dict]:
             if key is not None and key not in record:
                 raise AttnauditError(
                     f"{at}: column {key!r} (corpora.user.{name}.{option}) is missing (columns: {sorted(record)})"
+                    + _one_column_hint(record, fmt)
                 )
         label = checked_label(record[label_col], at, label_col, config.get("label_names"))
         if isinstance(label, str):

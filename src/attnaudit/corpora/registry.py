@@ -322,7 +322,7 @@ REGISTRY.update(
 
 
 def user_spec(name: str, config: Any) -> CorpusSpec:
-    """A CorpusSpec for a user's own CSV/JSONL corpus declared in config (``corpora.user.<name>``)."""
+    """A CorpusSpec for a user's own CSV/TSV/JSONL corpus declared in config (``corpora.user.<name>``)."""
     if name in REGISTRY:
         raise AttnauditError(f"corpora.user.{name}: the name collides with a built-in corpus; rename it")
     if not isinstance(config, dict):
