@@ -63,6 +63,30 @@ def test_markers_empty_documents_dropped_and_counted():
     assert "bad" not in vocab  # vocabulary only from train
 
 
+def test_dev_and_test_examples_that_repeat_training_ones_are_counted_not_removed():
+    """A test document that tokenises like a training one (case and spacing aside) counts, as does a text that
+    carries two labels; every example stays. With a query (QA/NLI), the same passage asked another question is
+    another example."""
+    frame = docs(
+        [
+            ("d0", "train", 0, "Good film"),
+            ("d1", "train", 1, "bad film"),
+            ("d2", "train", 1, "good  film"),
+            ("d3", "dev", 0, "fine"),
+            ("d4", "dev", 1, "bad film"),
+            ("d5", "test", 0, "GOOD film"),
+            ("d6", "test", 1, "superb"),
+            ("d7", "test", 0, "bad film"),
+        ]
+    )
+    examples, _, stats = tokenise_documents(frame, {}, seed=0)
+    assert len(examples) == len(frame)
+    assert stats["repeated"] == {"dev_also_in_train": 1, "test_also_in_train": 2, "texts_with_several_labels": 2}
+    qa = frame.assign(query=["where", "why", "when", "why", "why", "why", "who", "who"])
+    _, _, stats = tokenise_documents(qa, {}, seed=0)
+    assert stats["repeated"] == {"dev_also_in_train": 1, "test_also_in_train": 0, "texts_with_several_labels": 0}
+
+
 def test_max_tokens_and_min_tokens_filters_are_counted():
     frame = docs(
         [(f"d{i}", "train" if i < 6 else "test", i % 2, " ".join(["w"] * (i + 1))) for i in range(8)]

@@ -227,6 +227,20 @@ def _shift_important(row, marker_count: int) -> list[int]:
     return [int(p) + (1 if marker_count else 0) for p in row.important]
 
 
+def repeated_examples(examples: pd.DataFrame) -> dict:
+    """Examples whose tokens (and query) equal another's: dev/test examples also in train, and token sequences that
+    carry more than one label. Reported, not removed: the papers audit the corpora as distributed, and some repeat
+    training documents in their test sets (IMDB, ADR)."""
+    key = examples["tokens"].map(tuple)
+    if "query_tokens" in examples.columns:
+        key = key + examples["query_tokens"].map(lambda q: ("<query>", *q))
+    split = examples["split"]
+    train = set(key[split == "train"])
+    repeated = {f"{name}_also_in_train": int(key[split == name].isin(train).sum()) for name in ("dev", "test")}
+    labels_per_key = examples.groupby(key.rename("key"))["label"].nunique()
+    return {**repeated, "texts_with_several_labels": int((labels_per_key > 1).sum())}
+
+
 def _stats(examples: pd.DataFrame, vocab: dict, dropped: Counter, options: dict) -> dict:
     unk = 0
     counts = {}
@@ -240,6 +254,7 @@ def _stats(examples: pd.DataFrame, vocab: dict, dropped: Counter, options: dict)
         "counts": counts,
         "total": int(len(examples)),
         "dropped": {k: v for k, v in dropped.items()},
+        "repeated": repeated_examples(examples),
         "vocab_size": len(vocab),
         "mean_tokens": float(lengths.mean()) if len(examples) else 0.0,
         **(
@@ -261,11 +276,12 @@ def run(documents: str, out_dir: str, options: dict, seed: int) -> dict:
     write_json(out / "vocab.json", vocab)
     write_json(out / "stats.json", stats)
     log.info(
-        "tokenised %d examples (%s), vocab %d, dropped %s",
+        "tokenised %d examples (%s), vocab %d, dropped %s, repeated %s",
         stats["total"],
         stats["counts"],
         stats["vocab_size"],
         stats["dropped"],
+        stats["repeated"],
     )
     return stats
 
