@@ -63,15 +63,24 @@ USER_CORPORA = {
 }
 
 
-def needs_user_data(entry):
+def dataset_corpus(dataset, entry):
+    """The corpus spec ``datasets.<dataset>.corpus`` names; an unknown name stops the dry run naming the key."""
+    try:
+        return get_spec(entry["corpus"], USER_CORPORA)
+    except AttnauditError as err:
+        raise AttnauditError(
+            f"config datasets.{dataset}.corpus: {err} (or a corpus of your own, declared under corpora.user)"
+        ) from None
+
+
+def needs_user_data(dataset, entry):
     """A dataset whose corpus is read from a folder the user supplies (MIMIC-III) and whose path is not given."""
-    corpus = entry["corpus"]
-    path = config["corpora"].get("options", {}).get(corpus, {}).get("path")
-    return get_spec(corpus, USER_CORPORA).user_data and not path
+    path = config["corpora"].get("options", {}).get(entry["corpus"], {}).get("path")
+    return dataset_corpus(dataset, entry).user_data and not path
 
 
 # MIMIC datasets run only when corpora.options.<corpus>.path names the user's MIMIC-III folder
-SKIPPED_DATASETS = [name for name, entry in config["datasets"].items() if needs_user_data(entry)]
+SKIPPED_DATASETS = [name for name, entry in config["datasets"].items() if needs_user_data(name, entry)]
 if SKIPPED_DATASETS:
     print(
         f"attnaudit: skipping datasets {SKIPPED_DATASETS}: their corpus needs corpora.options.<corpus>.path "

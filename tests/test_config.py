@@ -176,6 +176,7 @@ def test_grid_blocks_are_united(tmp_path):
         # corpus options, before the corpus job (which would fail only after the whole study was planned)
         ({**BASE, "corpora": {"options": {"planted": {"n_exampls": 5}}}}, "corpora.options.planted: unknown option"),
         ({**BASE, "corpora": {"options": {"plantd": {}}}}, "corpora.options.plantd: unknown corpus 'plantd'"),
+        ({"datasets": {"mine": {"corpus": "mine"}}}, "config datasets.mine.corpus: unknown corpus 'mine'; valid names"),
         # a dataset's J&W overrides are checked like the global block
         (
             {"datasets": {"planted": {"corpus": "planted", "jain_wallace": {"adversarial": {"epsilon": -3}}}}},
