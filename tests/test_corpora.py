@@ -480,7 +480,7 @@ def test_user_jsonl(tmp_path):
 
     cfg = _user(tmp_path, "nolabel.jsonl", '{"text": "a", "label": 1}\n{"text": "b"}\n')
     with pytest.raises(
-        AttnauditError, match=r"nolabel.jsonl:2: column 'label' \(corpora.user.mine.label_column\) is missing"
+        AttnauditError, match=r"nolabel.jsonl:2: the record has no column 'label' \(corpora.user.mine.label_column;"
     ):
         build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)
 
@@ -532,7 +532,7 @@ def test_user_tsv_is_tab_separated_without_quoting(tmp_path):
 def test_user_file_with_another_separator_says_which(tmp_path, name, content, fmt, hint):
     """A header that comes out as one column names what separates it and the format that reads it."""
     cfg = _user(tmp_path, name, content, format=fmt)
-    with pytest.raises(AttnauditError, match="column 'text' .* is missing") as err:
+    with pytest.raises(AttnauditError, match=r":1: the header has no column 'text'") as err:
         build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)
     assert str(err.value).endswith(hint)
 
@@ -573,6 +573,36 @@ def test_user_utf16_file_names_the_encoding_that_reads_it(tmp_path):
     cfg["mine"]["encoding"] = "utf-16"
     frame, _ = build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)
     assert frame["text"].tolist() == ["nice film", "bad film"]
+
+
+@pytest.mark.parametrize("order", ["le", "be"])
+def test_user_utf16_without_byte_order_mark_names_its_byte_order(tmp_path, order):
+    """UTF-16 without a byte-order mark decodes as UTF-8 with a NUL in every other byte; that is named, with the
+    encoding that reads it."""
+    path = tmp_path / "mine.csv"
+    path.write_bytes(_TABLE.encode(f"utf-16-{order}"))
+    cfg = {"mine": {"path": str(path), "text_column": "text", "label_column": "label"}}
+    with pytest.raises(AttnauditError, match=rf"mine\.csv:1: NUL character.*encoding: utf-16-{order}"):
+        build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)
+    cfg["mine"]["encoding"] = f"utf-16-{order}"
+    frame, _ = build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)
+    assert frame["text"].tolist() == ["nice film", "bad film"]
+
+
+@pytest.mark.parametrize(
+    "data, line",
+    [(b"text,label\nnice film,pos\nbad\x00 film,neg\n", 3), (_TABLE.encode() + bytes(4096), 4)],
+    ids=["inside a text", "a file padded after a crash"],
+)
+@pytest.mark.parametrize("encoding", ["utf-8", "latin-1"])
+def test_user_file_with_nul_characters_names_their_line(tmp_path, data, line, encoding):
+    """A NUL, which UTF-8 and latin-1 decode silently, stops the read with its line instead of becoming part of a
+    word (or of an empty last record)."""
+    path = tmp_path / "mine.csv"
+    path.write_bytes(data)
+    cfg = {"mine": {"path": str(path), "text_column": "text", "label_column": "label", "encoding": encoding}}
+    with pytest.raises(AttnauditError, match=rf"mine\.csv:{line}: NUL character.*remove them"):
+        build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)
 
 
 def test_user_jsonl_lines_end_only_at_newlines(tmp_path):
@@ -681,7 +711,7 @@ def test_user_config_errors(tmp_path):
         with pytest.raises(AttnauditError, match=r"corpora.user.mine.path: .* is a directory"):
             build_corpus("mine", raw_dir=tmp_path, user_corpora={"mine": {**entry, "path": str(directory)}})
     missing_column = _user(tmp_path, "c.csv", "text,stars\na,1\n")
-    with pytest.raises(AttnauditError, match=r"c.csv:2: column 'label' \(corpora.user.mine.label_column\) is missing"):
+    with pytest.raises(AttnauditError, match=r"c.csv:1: the header has no column 'label' \(corpora.user.mine.label_"):
         build_corpus("mine", raw_dir=tmp_path, user_corpora=missing_column)
     bad_names = _user(tmp_path, "c.csv", "text,label\na,1\n", label_names=["a", "a"])
     with pytest.raises(AttnauditError, match=r"corpora.user.mine.label_names must be a non-empty list"):

@@ -198,13 +198,15 @@ _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 def decode_file(path: Path, encoding: str = "utf-8") -> str:
     """Read a text file; a decoding error names the file, the line and the encoding. A compressed file or a
-    spreadsheet is named as such (whatever the encoding, since e.g. latin-1 decodes any bytes), and so is UTF-16."""
+    spreadsheet is named as such (whatever the encoding, since e.g. latin-1 decodes any bytes), and so is UTF-16.
+    A NUL character stops the read with its line: no text holds one, and UTF-8 would take it silently (UTF-16
+    without a byte-order mark has one in every other byte; a file padded with NUL blocks was cut off by a crash)."""
     data = path.read_bytes()
     what = next((advice for magic, advice in _NOT_TEXT if data.startswith(magic)), None)
     if what:
         raise AttnauditError(f"{path}: not a text file: its first bytes say it is {what}")
     try:
-        return data.decode("utf-8-sig" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding)
+        text = data.decode("utf-8-sig" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding)
     except UnicodeDecodeError as err:
         line = data[: err.start].count(b"\n") + 1
         advice = (
@@ -215,6 +217,17 @@ def decode_file(path: Path, encoding: str = "utf-8") -> str:
         raise AttnauditError(f"{path}:{line}: cannot decode as {encoding} ({err.reason}); {advice}") from err
     except LookupError as err:
         raise AttnauditError(f"{path}: unknown encoding {encoding!r}") from err
+    first_nul = text.find("\x00")
+    if first_nul >= 0:
+        line = text.count("\n", 0, first_nul) + 1
+        head = data[:64]
+        order = next((order for order, start in (("le", 1), ("be", 0)) if not any(head[start::2])), None)
+        if order and any(head):
+            advice = f"every other byte is NUL: UTF-16 without a byte-order mark; set 'encoding: utf-16-{order}'"
+        else:
+            advice = "no text holds one: remove them (tr -d '\\000'), or see whether a crash cut the file off"
+        raise AttnauditError(f"{path}:{line}: NUL character(s); {advice}")
+    return text
 
 
 #: tab-separated values as GLUE and most NLP corpora write them (IANA text/tab-separated-values): one record per
@@ -647,8 +660,9 @@ def read_user(name: str, config: dict) -> tuple[pd.DataFrame, dict]:
         at = f"{path}:{line}"
         for option, key in columns.items():
             if key is not None and key not in record:
+                where = f"{path}:1: the header" if fmt in ("csv", "tsv") else f"{at}: the record"
                 raise AttnauditError(
-                    f"{at}: column {key!r} (corpora.user.{name}.{option}) is missing (columns: {sorted(record)})"
+                    f"{where} has no column {key!r} (corpora.user.{name}.{option}; columns: {sorted(record)})"
                     + _one_column_hint(record, fmt)
                 )
         label = checked_label(record[label_col], at, label_col, config.get("label_names"))
