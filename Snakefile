@@ -2,7 +2,10 @@
 # audits → tables and figures. Wiring only; helpers live in rules/common.smk.
 from snakemake.utils import min_version
 
+from attnaudit.config_errors import check_config_files
+
 min_version("9.0")
+check_config_files(["config.yaml"])  # before Snakemake reads it: its syntax error names neither file nor line
 
 
 configfile: "config.yaml"

@@ -13,7 +13,7 @@ from snakemake.utils import validate
 
 from attnaudit import AttnauditError
 from attnaudit.cards.summary import stage_options
-from attnaudit.config_errors import check_config, check_duplicate_keys, check_section
+from attnaudit.config_errors import check_config, check_config_files, check_section
 from attnaudit.corpora.build import resolved_options
 from attnaudit.corpora.fetch import mirror_path
 from attnaudit.corpora.readers import without_restated_options
@@ -38,10 +38,10 @@ SCHEMA_FILE = Path(workflow.basedir) / "schemas" / "config.schema.yaml"
 
 
 def validated_config():
-    """The config files checked for a key given twice, then the config against the schema (integers strictly, so
+    """The config files checked for a key given twice (the command line's too), then the config against the schema (integers strictly, so
     ``seed: 1.0`` stops here), then Snakemake's validation, which fills in the defaults; an error names the file and
     line, or the key and what was expected, without the schema dump Snakemake's message carries."""
-    check_duplicate_keys(workflow.configfiles)
+    check_config_files(workflow.configfiles)
     check_config(config, SCHEMA_FILE)
     validate(config, "../schemas/config.schema.yaml")
 

@@ -217,22 +217,45 @@ def test_invalid_config_names_the_key(tmp_path, cfg, expected):
 def test_a_key_given_twice_in_a_config_file_is_named(tmp_path):
     """YAML keeps the second of two equal keys and drops the first without a word: two ``datasets.planted`` blocks
     would train on the defaults the first block was written to change. The dry run stops with the file and both
-    lines."""
-    path = tmp_path / "config.yaml"
-    path.write_text(
-        "datasets:\n  planted:\n    corpus: planted\n    train: {epochs: 1}\n  planted:\n    corpus: planted\n"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "-n"]
-        + ["--directory", str(tmp_path), "--configfile", str(path), "--replace-workflow-config"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    lines, for ``config.yaml`` and for a file given with ``--configfile``."""
+    twice = "datasets:\n  planted:\n    corpus: planted\n    train: {epochs: 1}\n  planted:\n    corpus: planted\n"
+    command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "-n"]
+    command += ["--directory", str(tmp_path)]
+    (tmp_path / "config.yaml").write_text(twice)
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    assert "config.yaml:5: key 'planted' is given twice in one mapping (first at line 2)" in proc.stdout + proc.stderr
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(BASE))
+    path = tmp_path / "experiment.yaml"
+    path.write_text(twice)
+    command += ["--configfile", str(path), "--replace-workflow-config"]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0
     assert f"{path}:5: key 'planted' is given twice in one mapping (first at line 2)" in proc.stdout + proc.stderr
     path.write_text("datasets:\n  planted:\n    corpus: planted\n    train: {epochs: 1}\n")
-    assert dry_run(tmp_path, yaml.safe_load(path.read_text())).returncode == 0
+    assert subprocess.run(command, capture_output=True, text=True, timeout=300).returncode == 0
+
+
+@pytest.mark.parametrize(
+    "text, where, what",
+    [
+        ("datasets:\n\tplanted: {corpus: planted}\n", "2:1", "found character .* never tabs"),
+        ("datasets:\n  planted: {corpus: planted\n", "3:1", "expected ',' or '}'.* opened at line 2"),
+        ("datasets:\n  planted:\n    corpus: planted\n     seed: 1\n", "4:10", "a key indented unlike"),
+    ],
+    ids=["a tab", "an unclosed brace", "a key indented differently"],
+)
+def test_a_yaml_syntax_error_in_config_yaml_names_its_line_and_column(tmp_path, text, where, what):
+    """Snakemake says only "Config file is not valid JSON or YAML"; the workflow reads ``config.yaml`` first and
+    says where. A JSON config.yaml (JSON allows the tabs YAML forbids) still runs."""
+    (tmp_path / "config.yaml").write_text(text)
+    command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "-n"]
+    proc = subprocess.run(command + ["--directory", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    assert re.search(rf"config\.yaml:{where}: not valid YAML: .*{what}", proc.stdout + proc.stderr), proc.stderr[-2000:]
+    (tmp_path / "config.yaml").write_text('{\n\t"datasets": {\n\t\t"planted": {"corpus": "planted"}\n\t}\n}\n')
+    proc = subprocess.run(command + ["--directory", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
 
 
 def test_a_pattern_that_selects_nothing_is_said(tmp_path):

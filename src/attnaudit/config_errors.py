@@ -5,11 +5,13 @@ top-level key); :func:`schema_error_message` says the same in one line. :func:`c
 the config against its part of the schema, for overrides the schema cannot type without filling in defaults (a
 dataset's ``jain_wallace`` block). :func:`check_config` is the schema check with integers that are integers (JSON
 Schema lets ``1.0`` pass for one: a seed or an epoch count written so would stop a job much later, inside a library),
-and :func:`check_duplicate_keys` stops on a key given twice in one mapping of a config file, which YAML would
-otherwise settle silently by keeping the last."""
+and :func:`check_config_files` stops on a YAML syntax error with its file, line and column (Snakemake's own message
+names neither) and on a key given twice in one mapping of a config file, which YAML would otherwise settle silently
+by keeping the last."""
 
 from __future__ import annotations
 
+import json
 import re
 from functools import cache
 from pathlib import Path
@@ -111,13 +113,36 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-def check_duplicate_keys(paths) -> None:
-    """Stop if a config file gives a key twice in one mapping (two ``datasets.mine`` blocks, a model-sheet variant
-    pasted twice): the first one's settings would be dropped silently. A file YAML cannot parse is left to the
-    loader that read it."""
+def _syntax_error(path: Path, err: yaml.YAMLError) -> str:
+    """A YAML syntax error as ``file:line:column: what`` with what was open (a bracket, a quote) and where."""
+    mark = getattr(err, "problem_mark", None)
+    if mark is None:
+        return f"{path}: not valid YAML: {err}"
+    message = f"{path}:{mark.line + 1}:{mark.column + 1}: not valid YAML: {err.problem}"
+    context_mark = getattr(err, "context_mark", None)
+    if err.context and context_mark is not None:
+        message += f" ({err.context} opened at line {context_mark.line + 1})"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    if mark.line < len(lines) and "\t" in lines[mark.line]:
+        message += "; YAML indents and separates with spaces, never tabs"
+    elif err.problem == "mapping values are not allowed here":
+        message += "; a key indented unlike the keys beside it, or ': ' inside a value that needs quotes"
+    return message
+
+
+def check_config_files(paths) -> None:
+    """Stop on a config file YAML cannot parse, naming the file, line and column (Snakemake says only that some
+    config file is not valid JSON or YAML), or that gives a key twice in one mapping (two ``datasets.mine`` blocks,
+    a model-sheet variant pasted twice): the first one's settings would be dropped silently. A missing or unreadable
+    file is left to Snakemake, and so is a JSON file (JSON allows tabs, YAML does not)."""
     for path in map(Path, paths):
         try:
             with path.open(encoding="utf-8") as stream:  # the loader names the stream's file in its message
                 yaml.load(stream, Loader=_UniqueKeyLoader)
-        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        except (OSError, UnicodeDecodeError):
             continue
+        except yaml.YAMLError as err:
+            try:
+                json.loads(path.read_text(encoding="utf-8"))
+            except ValueError:
+                raise AttnauditError(_syntax_error(path, err)) from None
