@@ -38,9 +38,10 @@ SCHEMA_FILE = Path(workflow.basedir) / "schemas" / "config.schema.yaml"
 
 
 def validated_config():
-    """The config files checked for a key given twice (the command line's too), then the config against the schema (integers strictly, so
-    ``seed: 1.0`` stops here), then Snakemake's validation, which fills in the defaults; an error names the file and
-    line, or the key and what was expected, without the schema dump Snakemake's message carries."""
+    """The config files (the command line's too) checked for a key given twice, then the config against the schema
+    (integers strictly, so ``seed: 1.0`` stops here), then Snakemake's validation, which fills in the defaults; an
+    error names the file and line, or the key and what was expected, without the schema dump Snakemake's message
+    carries."""
     check_config_files(workflow.configfiles)
     check_config(config, SCHEMA_FILE)
     validate(config, "../schemas/config.schema.yaml")
