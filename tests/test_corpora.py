@@ -460,10 +460,21 @@ def test_user_csv_malformed_row_names_line(tmp_path, content, line, what):
     assert f"bad.csv:{line}:" in str(err.value) and what in str(err.value)
 
 
-def test_user_csv_bad_split_names_row_and_column(tmp_path):
-    cfg = _user(tmp_path, "s.csv", "text,label,part\na,1,train\nb,0,validation\n", split_column="part")
-    with pytest.raises(AttnauditError, match=r"s.csv:3: column 'part' has 'validation'"):
+@pytest.mark.parametrize(
+    "value, hint",
+    [
+        ("validation", "; for 'validation' write 'dev' throughout the file"),
+        ("Train", "; for 'Train' write 'train' throughout the file"),
+        ("x", ""),
+    ],
+)
+def test_user_csv_bad_split_names_row_and_column(tmp_path, value, hint):
+    """A split value that is not train/dev/test stops with the line and column, and a spelling of one of them (the
+    Hugging Face datasets' "validation") with the value to write instead."""
+    cfg = _user(tmp_path, "s.csv", f"text,label,part\na,1,train\nb,0,{value}\n", split_column="part")
+    with pytest.raises(AttnauditError, match=rf"s.csv:3: column 'part' has '{value}'") as err:
         build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)
+    assert str(err.value).endswith(f"(or omit split_column){hint}")
 
 
 def test_user_jsonl(tmp_path):

@@ -29,6 +29,12 @@ from attnaudit.tokenise.tokenisation import JOINERS, clean_text
 log = logging.getLogger(__name__)
 
 SPLITS = ("train", "dev", "test")
+#: other spellings of the splits (the Hugging Face datasets' "validation", capitals), named in the error they give
+SPLIT_SPELLINGS = {
+    "train": {"train", "training"},
+    "dev": {"dev", "validation", "valid", "val", "development", "devel"},
+    "test": {"test", "testing"},
+}
 COLUMNS = ["id", "split", "label", "text"]
 
 
@@ -676,9 +682,11 @@ def read_user(name: str, config: dict) -> tuple[pd.DataFrame, dict]:
         if split_col is not None:
             split = str(record[split_col]).strip()
             if split not in SPLITS:
+                meant = next((name for name in SPLITS if split.lower() in SPLIT_SPELLINGS[name]), None)
                 raise AttnauditError(
                     f"{at}: column {split_col!r} has {record[split_col]!r}; "
                     "expected one of train/dev/test (or omit split_column)"
+                    + (f"; for {split!r} write {meant!r} throughout the file" if meant else "")
                 )
         texts.append(text or "")
         values.append(label.strip() if isinstance(label, str) else label)
