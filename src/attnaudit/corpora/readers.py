@@ -682,7 +682,7 @@ def read_user(name: str, config: dict) -> tuple[pd.DataFrame, dict]:
         if split_col is not None:
             split = str(record[split_col]).strip()
             if split not in SPLITS:
-                meant = next((name for name in SPLITS if split.lower() in SPLIT_SPELLINGS[name]), None)
+                meant = next((known for known in SPLITS if split.lower() in SPLIT_SPELLINGS[known]), None)
                 raise AttnauditError(
                     f"{at}: column {split_col!r} has {record[split_col]!r}; "
                     "expected one of train/dev/test (or omit split_column)"
