@@ -3,12 +3,15 @@ knows the job reads (``snakemake --detailed-summary``). A file a job reads but d
 DAG: the job can run before the file is written and does not rerun when the file changes.
 
 A job is its ``python -m attnaudit …`` process (with its threads); it is told apart by the files it and its shell
-wrote (its outputs and its log), since strace shortens long command lines.
+wrote (its outputs and its log), since strace shortens long command lines. A whole run starts more processes and
+threads than there are process ids (32,768 by default), so a process is a lifetime of its id, from its first line
+to strace's "+++ exited" line, not the id itself.
 """
 
 from __future__ import annotations
 
 import collections
+import itertools
 import os
 import re
 import shutil
@@ -33,18 +36,19 @@ def strace_prefix(trace: Path) -> list[str] | None:
         if subprocess.run(install, env=env, capture_output=True).returncode != 0:
             subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True)
             subprocess.run(install, env=env, capture_output=True)
-    prefix = ["strace", "-f", "--seccomp-bpf", "-qq", "-e", f"trace={SYSCALLS}"]
+    prefix = ["strace", "-f", "--seccomp-bpf", "-q", "-e", f"trace={SYSCALLS}", "-e", "signal=none"]
     if shutil.which("strace") is None or subprocess.run([*prefix, "-o", os.devnull, "true"]).returncode != 0:
         return None
     return [*prefix, "-o", str(trace)]
 
 
 class Trace:
-    """Per process (thread ids folded into their process): its command line, the files it opened for reading and
-    the files it wrote (opened for writing, or renamed into place)."""
+    """Per process (thread ids folded into their process; a process id used again is another process): its
+    command line, the files it opened for reading and the files it wrote (opened for writing, or renamed into
+    place). Processes are numbered in the order they appear; ``parent`` maps a process to the one that forked it."""
 
     def __init__(self, path: Path):
-        self.process, self.parent = {}, {}
+        self.current, self.parent, self._numbers = {}, {}, itertools.count()
         self.argv, self.reads, self.writes = {}, collections.defaultdict(set), collections.defaultdict(set)
         pending = {}
         with open(path, errors="replace") as lines:
@@ -52,6 +56,9 @@ class Trace:
                 if not (m := LINE.match(raw.rstrip("\n"))):
                     continue
                 tid, rest = int(m.group(1)), m.group(2)
+                if rest.startswith("+++ "):  # "+++ exited with 0 +++", "+++ killed by SIGKILL +++": the id is free
+                    self.current.pop(tid, None)
+                    continue
                 if rest.endswith("<unfinished ...>"):
                     pending[tid] = rest.removesuffix("<unfinished ...>").rstrip()
                     continue
@@ -60,25 +67,34 @@ class Trace:
                 if call := CALL.match(rest):
                     self._call(tid, call.group(1), call.group(2), int(call.group(3)))
 
+    def _process(self, tid: int) -> int:
+        """The process thread ``tid`` belongs to now (a new one for an id not seen since it last exited)."""
+        if tid not in self.current:
+            self.current[tid] = next(self._numbers)
+        return self.current[tid]
+
     def _call(self, tid: int, name: str, args: str, result: int) -> None:
-        pid = self.process.get(tid, tid)
+        process = self._process(tid)
         if result < 0:
             return
         if name in ("clone", "clone3", "fork", "vfork") and result > 0:
+            child = self._process(result)  # its first lines may come before this one
             if "CLONE_THREAD" in args:
-                self.process[result] = pid
+                self.reads[process] |= self.reads.pop(child, set())
+                self.writes[process] |= self.writes.pop(child, set())
+                self.current[result] = process
             else:
-                self.parent[result] = pid
+                self.parent[child] = process
         elif name == "execve" and (argv := re.match(r'"[^"]*",\s*\[(.*?)\]', args, re.S)):
-            self.argv[pid] = QUOTED.findall(argv.group(1))
+            self.argv[process] = QUOTED.findall(argv.group(1))
         elif name in ("open", "openat") and (opened := OPEN.match(args)):
             path, flags = opened.groups()
             if "O_WRONLY" in flags or "O_RDWR" in flags:
-                self.writes[pid].add(path)
+                self.writes[process].add(path)
             elif "O_DIRECTORY" not in flags:
-                self.reads[pid].add(path)
+                self.reads[process].add(path)
         elif name.startswith("rename") and len(names := QUOTED.findall(args)) == 2:
-            self.writes[pid].add(names[1])
+            self.writes[process].add(names[1])
 
 
 def undeclared_reads(trace_path: Path, workdir: Path, jobs: list[Job]) -> tuple[int, set[tuple[str, str]]]:
@@ -93,16 +109,16 @@ def undeclared_reads(trace_path: Path, workdir: Path, jobs: list[Job]) -> tuple[
         return os.path.relpath(full, workdir) if full.startswith(f"{workdir}{os.sep}") else None
 
     trace, traced, undeclared = Trace(trace_path), 0, set()
-    for pid, argv in trace.argv.items():
+    for process, argv in trace.argv.items():
         if argv[1:3] != ["-m", "attnaudit"]:
             continue
-        written = {relative(f) for f in trace.writes[pid] | trace.writes.get(trace.parent.get(pid), set())}
+        written = {relative(f) for f in trace.writes[process] | trace.writes.get(trace.parent.get(process), set())}
         matched = {id(by_written[f]): by_written[f] for f in written if f in by_written}
         assert len(matched) == 1, f"{len(matched)} jobs wrote the files of {' '.join(argv)[:200]}"
         job = next(iter(matched.values()))
         traced += 1
         known = {*job.inputs, *job.outputs, *job.logs}
-        for path in filter(None, map(relative, trace.reads[pid])):
+        for path in filter(None, map(relative, trace.reads[process])):
             inside = path in known or any(path.startswith(f"{d.rstrip('/')}/") for d in known)
             if not inside and not path.startswith(".snakemake/"):
                 undeclared.add((job.rule, path))

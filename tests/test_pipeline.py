@@ -19,7 +19,7 @@ import pytest
 import torch
 import yaml
 from conftest import REPO, pipeline_trace, snakemake
-from opened_files import undeclared_reads
+from opened_files import Trace, undeclared_reads
 
 from attnaudit.job_costs import collect, read_dag, read_summary
 from attnaudit.modelsheet import sheet
@@ -213,6 +213,30 @@ def test_every_file_a_job_opens_is_a_declared_input(pipeline_run):
     jobs = read_summary(io.StringIO(snakemake(workdir, "--detailed-summary", config=config).stdout))
     traced, undeclared = undeclared_reads(trace, workdir, list(jobs.values()))
     assert traced > 300 and not undeclared, sorted(undeclared)[:20]
+
+
+def test_a_process_id_used_again_is_another_process_of_the_trace(tmp_path):
+    """A run starts more processes and threads than there are ids (32,768), so an id comes back: what the first
+    process with an id wrote is not the second's (else one job seems to write another's files). A thread is folded
+    into its process even when its first line comes before the clone that made it."""
+    trace = tmp_path / "strace.txt"
+    trace.write_text(
+        "10  clone(child_stack=NULL, flags=SIGCHLD) = 11\n"
+        '11  openat(AT_FDCWD, "a.log", O_WRONLY|O_CREAT|O_TRUNC, 0666) = 3\n'
+        '11  execve("/bin/python", ["python", "-m", "attnaudit", "a"], 0x1 /* 1 vars */) = 0\n'
+        '12  openat(AT_FDCWD, "in.txt", O_RDONLY) = 4\n'
+        "11  clone3({flags=CLONE_VM|CLONE_THREAD, child_tid=0x1}, 88) = 12\n"
+        "12  +++ exited with 0 +++\n"
+        "11  +++ exited with 0 +++\n"
+        "10  clone(child_stack=NULL, flags=SIGCHLD) = 11\n"
+        '11  openat(AT_FDCWD, "b.log", O_WRONLY|O_CREAT|O_TRUNC, 0666) = 3\n'
+        '11  execve("/bin/python", ["python", "-m", "attnaudit", "b"], 0x1 /* 1 vars */) = 0\n'
+    )
+    parsed = Trace(trace)
+    by_job = {argv[-1]: process for process, argv in parsed.argv.items()}
+    assert {job: parsed.writes[process] for job, process in by_job.items()} == {"a": {"a.log"}, "b": {"b.log"}}
+    assert parsed.reads[by_job["a"]] == {"in.txt"} and not parsed.reads[by_job["b"]]
+    assert parsed.parent[by_job["a"]] == parsed.parent[by_job["b"]]
 
 
 def test_every_paper_has_its_tables_and_figures(pipeline_run):
