@@ -237,22 +237,24 @@ def test_a_key_given_twice_in_a_config_file_is_named(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "text, where, what",
+    "text, expected",
     [
-        ("datasets:\n\tplanted: {corpus: planted}\n", "2:1", "found character .* never tabs"),
-        ("datasets:\n  planted: {corpus: planted\n", "3:1", "expected ',' or '}'.* opened at line 2"),
-        ("datasets:\n  planted:\n    corpus: planted\n     seed: 1\n", "4:10", "a key indented unlike"),
+        (b"datasets:\n\tplanted: {corpus: planted}\n", "2:1: not valid YAML: found character .* never tabs"),
+        (b"datasets:\n  planted: {corpus: planted\n", "3:1: not valid YAML: expected ',' or '}'.* opened at line 2"),
+        (b"datasets:\n  planted:\n    corpus: planted\n     seed: 1\n", "4:10: not valid YAML: .*a key indented"),
+        (b"datasets:\n  planted: {corpus: planted}\n# caf\xe9\n", "3: not UTF-8 \\(byte 0xe9"),
     ],
-    ids=["a tab", "an unclosed brace", "a key indented differently"],
+    ids=["a tab", "an unclosed brace", "a key indented differently", "latin-1"],
 )
-def test_a_yaml_syntax_error_in_config_yaml_names_its_line_and_column(tmp_path, text, where, what):
-    """Snakemake says only "Config file is not valid JSON or YAML"; the workflow reads ``config.yaml`` first and
-    says where. A JSON config.yaml (JSON allows the tabs YAML forbids) still runs."""
-    (tmp_path / "config.yaml").write_text(text)
+def test_a_config_yaml_that_cannot_be_read_names_its_line(tmp_path, text, expected):
+    """Snakemake says only "Config file is not valid JSON or YAML" (or gives a decoding error's byte offset); the
+    workflow reads ``config.yaml`` first and says where. A JSON config.yaml (JSON allows the tabs YAML forbids)
+    still runs."""
+    (tmp_path / "config.yaml").write_bytes(text)
     command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "-n"]
     proc = subprocess.run(command + ["--directory", str(tmp_path)], capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0
-    assert re.search(rf"config\.yaml:{where}: not valid YAML: .*{what}", proc.stdout + proc.stderr), proc.stderr[-2000:]
+    assert re.search(rf"config\.yaml:{expected}", proc.stdout + proc.stderr), proc.stderr[-2000:]
     (tmp_path / "config.yaml").write_text('{\n\t"datasets": {\n\t\t"planted": {"corpus": "planted"}\n\t}\n}\n')
     proc = subprocess.run(command + ["--directory", str(tmp_path)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]

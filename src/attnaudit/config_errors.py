@@ -133,14 +133,25 @@ def _syntax_error(path: Path, err: yaml.YAMLError) -> str:
 def check_config_files(paths) -> None:
     """Stop on a config file YAML cannot parse, naming the file, line and column (Snakemake says only that some
     config file is not valid JSON or YAML), or that gives a key twice in one mapping (two ``datasets.mine`` blocks,
-    a model-sheet variant pasted twice): the first one's settings would be dropped silently. A missing or unreadable
-    file is left to Snakemake, and so is a JSON file (JSON allows tabs, YAML does not)."""
+    a model-sheet variant pasted twice): the first one's settings would be dropped silently. A file that is not
+    UTF-8 (Snakemake's reading) stops with the line of its first undecodable byte. A missing or unreadable file is
+    left to Snakemake, and so is a JSON file (JSON allows tabs, YAML does not)."""
     for path in map(Path, paths):
         try:
             with path.open(encoding="utf-8") as stream:  # the loader names the stream's file in its message
                 yaml.load(stream, Loader=_UniqueKeyLoader)
-        except (OSError, UnicodeDecodeError):
+        except OSError:
             continue
+        except UnicodeDecodeError:
+            data = path.read_bytes()
+            try:
+                data.decode("utf-8")  # the loader's error counts from the start of its last chunk: decode the whole
+            except UnicodeDecodeError as err:
+                line = data[: err.start].count(b"\n") + 1
+                raise AttnauditError(
+                    f"{path}:{line}: not UTF-8 (byte {data[err.start]:#04x}, e.g. an accent saved as latin-1); "
+                    "save the file as UTF-8"
+                ) from None
         except yaml.YAMLError as err:
             try:
                 json.loads(path.read_text(encoding="utf-8"))
