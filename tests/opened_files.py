@@ -114,7 +114,9 @@ def undeclared_reads(trace_path: Path, workdir: Path, jobs: list[Job]) -> tuple[
             continue
         written = {relative(f) for f in trace.writes[process] | trace.writes.get(trace.parent.get(process), set())}
         matched = {id(by_written[f]): by_written[f] for f in written if f in by_written}
-        assert len(matched) == 1, f"{len(matched)} jobs wrote the files of {' '.join(argv)[:200]}"
+        assert len(matched) == 1, f"{len(matched)} jobs wrote the files of {' '.join(argv)[:200]}: " + "; ".join(
+            f"{job.rule} {sorted(f for f in written if by_written.get(f) is job)[:3]}" for job in matched.values()
+        )
         job = next(iter(matched.values()))
         traced += 1
         known = {*job.inputs, *job.outputs, *job.logs}
