@@ -601,6 +601,32 @@ def test_user_utf16_without_byte_order_mark_names_its_byte_order(tmp_path, order
 
 
 @pytest.mark.parametrize(
+    "written, encoding, expected",
+    [
+        (
+            "utf-16-le",
+            "utf-16-be",
+            r"read as utf-16-be, the file has no line break; it is UTF-16 in the other byte "
+            r"order: set 'encoding: utf-16-le'",
+        ),
+        ("utf-16-be", "utf-16", r"read as utf-16, .*in the other byte order: set 'encoding: utf-16-be'"),
+        ("utf-8", "utf-16-le", r"read as utf-16-le, the file has no line break; it is UTF-8 .*remove 'encoding'"),
+        ("utf-8 odd", "utf-16", r"mine\.csv:4: cannot decode as utf-16 \(truncated data\); it is UTF-8 .*not UTF-16"),
+    ],
+    ids=["le as be", "be as le", "utf-8 as utf-16", "odd length"],
+)
+def test_user_file_read_as_the_wrong_utf16_says_which_encoding_reads_it(tmp_path, written, encoding, expected):
+    """A UTF-16 file read in the other byte order, or a UTF-8 file read as UTF-16, decodes into one line of CJK
+    characters (a line break becomes U+0A00), which used to end as "no documents"; the encoding that reads it is
+    named instead."""
+    path = tmp_path / "mine.csv"
+    path.write_bytes(_TABLE.encode(written.split()[0]) + (b"!" if written.endswith("odd") else b""))
+    cfg = {"mine": {"path": str(path), "text_column": "text", "label_column": "label", "encoding": encoding}}
+    with pytest.raises(AttnauditError, match=expected):
+        build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)
+
+
+@pytest.mark.parametrize(
     "data, line",
     [(b"text,label\nnice film,pos\nbad\x00 film,neg\n", 3), (_TABLE.encode() + bytes(4096), 4)],
     ids=["inside a text", "a file padded after a crash"],

@@ -202,33 +202,62 @@ _NOT_TEXT = (
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 
+def utf16_byte_order(data: bytes) -> str | None:
+    """``"le"`` or ``"be"`` when every other one of the first 64 bytes is NUL (Latin text in UTF-16 without a
+    byte-order mark), else None."""
+    head = data[:64]
+    if not any(head):
+        return None
+    return next((order for order, start in (("le", 1), ("be", 0)) if not any(head[start::2])), None)
+
+
+def misread_utf16_advice(data: bytes, encoding: str) -> str | None:
+    """What a file read as UTF-16 (``encoding``, without a byte-order mark: little-endian unless it says ``be``)
+    that does not decode, or decodes into one line, is instead, if that can be told."""
+    order = utf16_byte_order(data)
+    if order:
+        read_as = "be" if encoding.lower().endswith("be") else "le"
+        return f"it is UTF-16 in the other byte order: set 'encoding: utf-16-{order}'" if order != read_as else None
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return "it is UTF-8 (no NUL byte between its characters), not UTF-16: remove 'encoding'"
+
+
 def decode_file(path: Path, encoding: str = "utf-8") -> str:
     """Read a text file; a decoding error names the file, the line and the encoding. A compressed file or a
     spreadsheet is named as such (whatever the encoding, since e.g. latin-1 decodes any bytes), and so is UTF-16.
     A NUL character stops the read with its line: no text holds one, and UTF-8 would take it silently (UTF-16
-    without a byte-order mark has one in every other byte; a file padded with NUL blocks was cut off by a crash)."""
+    without a byte-order mark has one in every other byte; a file padded with NUL blocks was cut off by a crash).
+    A file read as UTF-16 in the wrong byte order, or one that is no UTF-16 at all, decodes into one line of CJK
+    characters: that is named too, with the encoding that reads it."""
     data = path.read_bytes()
     what = next((advice for magic, advice in _NOT_TEXT if data.startswith(magic)), None)
     if what:
         raise AttnauditError(f"{path}: not a text file: its first bytes say it is {what}")
+    normalised = encoding.lower().replace("_", "-")
+    as_utf16 = normalised.startswith(("utf-16", "utf16"))
     try:
-        text = data.decode("utf-8-sig" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding)
+        text = data.decode("utf-8-sig" if normalised in ("utf-8", "utf8") else encoding)
     except UnicodeDecodeError as err:
         line = data[: err.start].count(b"\n") + 1
-        advice = (
-            "it is UTF-16 (its first bytes are a UTF-16 byte-order mark): set the corpus's 'encoding: utf-16'"
-            if data.startswith(_UTF16_BOMS)
-            else "set the corpus's 'encoding' (e.g. latin-1)"
-        )
+        if data.startswith(_UTF16_BOMS):
+            advice = "it is UTF-16 (its first bytes are a UTF-16 byte-order mark): set the corpus's 'encoding: utf-16'"
+        else:
+            advice = (as_utf16 and misread_utf16_advice(data, encoding)) or "set the corpus's 'encoding' (e.g. latin-1)"
         raise AttnauditError(f"{path}:{line}: cannot decode as {encoding} ({err.reason}); {advice}") from err
     except LookupError as err:
         raise AttnauditError(f"{path}: unknown encoding {encoding!r}") from err
+    if as_utf16 and "\n" not in text and b"\n" in data:
+        # read in the wrong byte order a line break is U+0A00; 8-bit text read as UTF-16 has none either
+        advice = misread_utf16_advice(data, encoding) or "check the corpus's 'encoding'"
+        raise AttnauditError(f"{path}: read as {encoding}, the file has no line break; {advice}")
     first_nul = text.find("\x00")
     if first_nul >= 0:
         line = text.count("\n", 0, first_nul) + 1
-        head = data[:64]
-        order = next((order for order, start in (("le", 1), ("be", 0)) if not any(head[start::2])), None)
-        if order and any(head):
+        order = utf16_byte_order(data)
+        if order:
             advice = f"every other byte is NUL: UTF-16 without a byte-order mark; set 'encoding: utf-16-{order}'"
         else:
             advice = "no text holds one: remove them (tr -d '\\000'), or see whether a crash cut the file off"
