@@ -65,10 +65,13 @@ USER_CORPORA = {
 
 
 def dataset_corpus(dataset, entry):
-    """The corpus spec ``datasets.<dataset>.corpus`` names; an unknown name stops the dry run naming the key."""
+    """The corpus spec ``datasets.<dataset>.corpus`` names; an unknown name stops the dry run naming the key (a
+    faulty ``corpora.user`` entry names its own key)."""
     try:
         return get_spec(entry["corpus"], USER_CORPORA)
     except AttnauditError as err:
+        if entry["corpus"] in USER_CORPORA:
+            raise
         raise AttnauditError(
             f"config datasets.{dataset}.corpus: {err} (or a corpus of your own, declared under corpora.user)"
         ) from None

@@ -84,6 +84,32 @@ def test_user_corpus_file_and_format_named(tmp_path):
     assert dry_run(tmp_path, user_config(odd, format="csv")).returncode == 0  # format may be given explicitly
 
 
+@pytest.mark.parametrize(
+    "entry,expected",
+    [
+        ({"label_column": "text"}, "text_column and label_column both name the column 'text'"),
+        ({"split_column": "label"}, "label_column and split_column both name the column 'label'"),
+        ({"id_column": "text"}, "text_column and id_column both name the column 'text'"),
+    ],
+)
+def test_two_options_naming_one_column_stop_the_dry_run(tmp_path, entry, expected):
+    """A text read as its label would train one class per document: the entry's own key is named, not the
+    dataset's ``corpus`` (which names a corpus that exists)."""
+    output = said(dry_run(tmp_path, user_config(write_corpus(tmp_path / "mine.csv", ["pos", "neg"] * 20), **entry)))
+    assert f"corpora.user.mine: {expected}" in output and "datasets.mine.corpus" not in output, output[-3000:]
+
+
+def test_a_label_column_of_free_text_says_so_in_a_message_of_bounded_length(tmp_path):
+    """Read as labels, a column of ids or texts makes hundreds of one-example classes: the dry run says that first
+    and lists ten of each list, not every class."""
+    corpus = write_corpus(tmp_path / "mine.csv", [f"review {i}" for i in range(400)])
+    output = said(dry_run(tmp_path, user_config(corpus)))
+    message = next(line for line in output.splitlines() if "every class needs examples" in line)
+    assert "corpora.user.mine" in message and "400 of the 400 classes have fewer than three examples" in message
+    assert "does the label column hold class labels?" in message and "… and" in message
+    assert len(message) < 2000, message
+
+
 def test_a_user_tsv_gives_the_documents_of_the_same_rows_as_csv(tmp_path):
     """The same rows as TSV (format from the .tsv suffix) and as CSV give the same documents; read as CSV,
     the TSV stops the dry run naming the format that reads it."""

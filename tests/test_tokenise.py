@@ -4,6 +4,7 @@ import pytest
 from attnaudit import AttnauditError
 from attnaudit.data import BOS, EOS, PAD, UNK
 from attnaudit.tokenise import build_vocab, tokenise_documents, tokenize_texts
+from attnaudit.tokenise.tokenisation import check_splits
 
 
 def docs(rows):
@@ -110,6 +111,9 @@ def test_a_split_left_without_a_class_names_the_dataset_and_what_was_dropped():
     rows = [(f"d{i}", split, i % 2, "w w") for i, split in enumerate(["train"] * 8 + ["dev"] * 2 + ["test"] * 2)]
     with pytest.raises(AttnauditError, match=r"^mine: .*test has none of class\(es\) \[1\]"):
         tokenise_documents(docs([*rows[:-1], ("t", "test", 0, "w")]), {}, seed=0, where="mine")
+    with pytest.raises(AttnauditError) as err:  # counts by class name; a few classes raise no suspicion
+        check_splits(docs([*rows[:-1], ("t", "test", 0, "w")]), "mine", True, class_names=["neg", "pos"])
+    assert "'test': {'neg': 2}" in str(err.value) and "label column hold" not in str(err.value)
     long_test = [(i, split, label, "w w w w w w w w" if split == "test" else text) for i, split, label, text in rows]
     with pytest.raises(AttnauditError) as err:
         tokenise_documents(docs(long_test), {"max_tokens": 5}, seed=0, where="mine")

@@ -672,6 +672,22 @@ def _one_column_hint(record: dict, fmt: str) -> str:
     return ""
 
 
+def distinct_columns(name: str, config: dict) -> None:
+    """Each of ``text_column``, ``label_column``, ``split_column`` and ``id_column`` names a column of its own:
+    a text read as its label trains one class per document, which no later check would name as the cause."""
+    named: dict[str, str] = {}
+    for option in ("text_column", "label_column", "split_column", "id_column"):
+        column = config.get(option)
+        if column is None:
+            continue
+        if column in named:
+            raise AttnauditError(
+                f"corpora.user.{name}: {named[column]} and {option} both name the column {column!r}; each names a "
+                "column of its own"
+            )
+        named[column] = option
+
+
 def read_user(name: str, config: dict) -> tuple[pd.DataFrame, dict]:
     """A user's own CSV/TSV/JSONL corpus declared in config: ``{path, format, text_column,
     label_column, split_column?, id_column?, label_names?, encoding?}``.

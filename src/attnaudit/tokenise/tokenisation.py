@@ -303,12 +303,17 @@ def check_splits(
     class has no F1 or ROC-AUC for it — a one-class test split scores macro-F1 1.0), every class, of
     ``class_names`` if given, needs examples in train, dev and test."""
     counts = docs.groupby(["split", "label"]).size().unstack(fill_value=0)
-    per_split = {split: {int(k): int(v) for k, v in row.items() if v} for split, row in counts.iterrows()}
     classes = sorted(int(c) for c in counts.columns)
 
     def named(label: int):
         return class_names[label] if class_names and 0 <= label < len(class_names) else label
 
+    per_split = {split: {int(k): int(v) for k, v in row.items() if v} for split, row in counts.iterrows()}
+    counts_named = (
+        "{"
+        + ", ".join(f"{split!r}: {abridged({named(k): v for k, v in row.items()})}" for split, row in per_split.items())
+        + "}"
+    )
     if len(classes) < 2:
         raise AttnauditError(
             f"{where} has a single class (label {named(classes[0]) if classes else None!r}, {len(docs)} examples): "
@@ -316,22 +321,46 @@ def check_splits(
         )
     missing = [split for split in ("train", "dev", "test") if split not in per_split]
     if missing:
-        raise AttnauditError(f"{where} has no {'/'.join(missing)} examples (examples per split and class: {per_split})")
+        raise AttnauditError(
+            f"{where} has no {'/'.join(missing)} examples (examples per split and class: {counts_named})"
+        )
     if len(per_split["train"]) < 2:
-        raise AttnauditError(f"{where}: the train split has one class only (examples per split and class: {per_split})")
+        raise AttnauditError(
+            f"{where}: the train split has one class only (examples per split and class: {counts_named})"
+        )
     if every_class_everywhere:
         expected = range(len(class_names)) if class_names else classes
         lacking = {
             split: [named(c) for c in expected if not per_split[split].get(c)] for split in ("train", "dev", "test")
         }
         if any(lacking.values()):
+            rare = sum(count < 3 for count in docs["label"].value_counts())  # one per split
+            suspicion = (
+                f"{rare} of the {len(classes)} classes have fewer than three examples among {len(docs)} documents: "
+                "does the label column hold class labels? "
+                if rare > max(len(classes) // 2, 5)
+                else ""
+            )
             raise AttnauditError(
-                f"{where}: every class needs examples in train, dev and test ("
-                + "; ".join(f"{split} has none of class(es) {labels}" for split, labels in lacking.items() if labels)
-                + f"; examples per split and class: {per_split}): a class missing from train is never learnt, a "
+                f"{where}: {suspicion}every class needs examples in train, dev and test ("
+                + "; ".join(
+                    f"{split} has none of class(es) {abridged(labels)}" for split, labels in lacking.items() if labels
+                )
+                + f"; examples per split and class: {counts_named}): a class missing from train is never learnt, a "
                 "split without a class has no F1 or ROC-AUC for it; add examples, fix the split column or drop "
                 "the class"
             )
+
+
+def abridged(items: list | dict, shown: int = 10) -> str:
+    """``items`` as Python writes them, the first ``shown`` only and then how many more: a message about a column
+    of free text read as labels stays readable."""
+    if len(items) <= shown:
+        return repr(items)
+    if isinstance(items, dict):
+        head = ", ".join(f"{key!r}: {value!r}" for key, value in list(items.items())[:shown])
+        return f"{{{head}, … and {len(items) - shown} more}}"
+    return f"[{', '.join(map(repr, items[:shown]))}, … and {len(items) - shown} more]"
 
 
 def check_user_dataset(dataset: str, corpus: str, entry: dict, options: dict, seed: int) -> None:
