@@ -123,6 +123,23 @@ def test_a_split_left_without_a_class_names_the_dataset_and_what_was_dropped():
     assert len(tokenise_documents(qa, {}, seed=0)[0]) == 12
 
 
+@pytest.mark.parametrize(
+    "options,expected",
+    [
+        ({"max_tokens": 2}, "tokenise.max_tokens: 2 drops each document of that many tokens or more"),
+        ({"min_tokens": 9}, "tokenise.min_tokens: 9 drops each document shorter than that"),
+    ],
+)
+def test_length_options_that_drop_every_document_are_named(options, expected):
+    """``max_tokens`` drops rather than truncates (J&W's code): set below every document's length it leaves nothing,
+    and the message names the option, not the split fractions."""
+    rows = [(f"d{i}", "all", i % 2, "a few words") for i in range(40)]
+    with pytest.raises(AttnauditError) as err:
+        tokenise_documents(docs(rows), options, seed=0, where="mine")
+    assert str(err.value).startswith("mine: tokenising drops every document") and expected in str(err.value)
+    assert "fraction" not in str(err.value)
+
+
 def test_pooled_corpus_gets_seeded_stratified_splits():
     frame = docs([(f"d{i}", "all", i % 2, f"word{'x' * (i % 7)} text") for i in range(200)])
     a, _, stats = tokenise_documents(frame, {"test_fraction": 0.2, "dev_fraction": 0.25}, seed=3)

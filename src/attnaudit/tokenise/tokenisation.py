@@ -149,6 +149,12 @@ def quick_slice(docs: pd.DataFrame, max_examples: int | None, seed: int) -> pd.D
     return docs.loc[sorted(np.concatenate(keep))]
 
 
+LENGTH_FILTERS = {  # what each length option drops (J&W's code drops by length too)
+    "max_tokens": "each document of that many tokens or more (it does not truncate)",
+    "min_tokens": "each document shorter than that (sentence markers included)",
+}
+
+
 def tokenise_documents(
     docs: pd.DataFrame, options: dict, seed: int, where: str = "the dataset"
 ) -> tuple[pd.DataFrame, dict, dict]:
@@ -174,20 +180,30 @@ def tokenise_documents(
     dropped["empty"] = int(empty.sum())
     docs = docs[~empty]
     marker_count = 2 if options["markers"] else 0
+    length_filters = []  # the options that dropped documents
     if options["max_tokens"]:
         too_long = docs["n_tokens"] >= options["max_tokens"]
         dropped[f"n_tokens >= {options['max_tokens']}"] = int(too_long.sum())
         docs = docs[~too_long]
+        length_filters += ["max_tokens"] if too_long.any() else []
     if options["min_tokens"]:
         too_short = docs["n_tokens"] + marker_count < options["min_tokens"]
         dropped[f"n_tokens incl. markers < {options['min_tokens']}"] = int(too_short.sum())
         docs = docs[~too_short]
+        length_filters += ["min_tokens"] if too_short.any() else []
 
+    removed = {reason: n for reason, n in dropped.items() if n}
+    if docs.empty and removed:
+        raise AttnauditError(
+            f"{where}: tokenising drops every document ({removed})"
+            + "".join(
+                f"; tokenise.{option}: {options[option]} drops {LENGTH_FILTERS[option]}" for option in length_filters
+            )
+        )
     try:
         docs = assign_splits(docs, options, seed)
         check_splits(docs, where, every_class_everywhere=not query)
     except AttnauditError as err:
-        removed = {reason: n for reason, n in dropped.items() if n}
         note = f" (after dropping {sum(removed.values())} documents when tokenising: {removed})" if removed else ""
         raise named_error(err, where, note) from err
     if options["test_sample"]:
