@@ -703,6 +703,22 @@ def test_user_labels_and_ids_are_cleaned_like_the_text(tmp_path):
     assert frame["id"].tolist() == ["a", "b", "c", "d", "e"]
 
 
+@pytest.mark.parametrize(
+    "name, content, said",
+    [
+        ("u.csv", "id,text,label\na,x,pos\n,y,neg\n", "u.csv:3: column 'id' has no id ('')"),
+        ("u.csv", "id,text,label\na,x,pos\n \u200b,y,neg\n", "u.csv:3: column 'id' has no id (' \\u200b')"),
+        ("u.jsonl", '{"id": 1, "text": "x", "label": "pos"}\n{"id": null, "text": "y", "label": "neg"}\n', "u.jsonl:2"),
+    ],
+)
+def test_user_row_without_an_id_names_its_line(tmp_path, name, content, said):
+    """An empty or null id would become the id "" or "None" (one row's passes the duplicate check): it stops with
+    the line."""
+    with pytest.raises(AttnauditError) as err:
+        build_corpus("mine", raw_dir=tmp_path, user_corpora=_user(tmp_path, name, content, id_column="id"))
+    assert said in str(err.value) and "every row of id_column needs one" in str(err.value)
+
+
 def test_user_csv_document_longer_than_the_csv_modules_field_limit(tmp_path):
     """Python's csv module stops at 131,072 characters a field unless told otherwise; one long review passes it."""
     long = "word " * 40_000

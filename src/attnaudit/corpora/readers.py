@@ -672,6 +672,15 @@ def _one_column_hint(record: dict, fmt: str) -> str:
     return ""
 
 
+def user_id(value: Any, at: str, column: str) -> str:
+    """A document's id from ``column``, cleaned as the text is; a missing or blank id stops with its line (it would
+    be the string "None" or "", and the explorer and every per-instance table key documents by id)."""
+    id_text = "" if value is None else clean_text(valid_unicode(str(value), at, column))
+    if not id_text.strip():
+        raise AttnauditError(f"{at}: column {column!r} has no id ({value!r}); every row of id_column needs one")
+    return id_text
+
+
 def distinct_columns(name: str, config: dict) -> None:
     """Each of ``text_column``, ``label_column``, ``split_column`` and ``id_column`` names a column of its own:
     a text read as its label trains one class per document, which no later check would name as the cause."""
@@ -736,9 +745,7 @@ def read_user(name: str, config: dict) -> tuple[pd.DataFrame, dict]:
         texts.append(text or "")
         values.append(label.strip() if isinstance(label, str) else label)
         splits.append(split)
-        ids.append(
-            clean_text(valid_unicode(str(record[id_col]), at, id_col)) if id_col is not None else f"{name}-{n:06d}"
-        )
+        ids.append(user_id(record[id_col], at, id_col) if id_col is not None else f"{name}-{n:06d}")
         where.append(at)
     if not texts:
         raise AttnauditError(f"{path}: no documents")
