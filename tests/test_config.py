@@ -205,6 +205,9 @@ def test_grid_blocks_are_united(tmp_path):
             "config datasets.planted.grid.seeds[0]: 4294967296 is greater than the maximum of 4294967295",
         ),
         (_sheet({"x": {"seeds": [2.0]}}), "config datasets.planted.models.x.seeds[0]: 2.0 is not of type 'integer'"),
+        # a name's pattern is said in words too
+        (_sheet({"LSTM-U": {}}), "'LSTM-U' does not match '^[a-z0-9][a-z0-9_.]*(-[a-z0-9_.]+)*$'; expected: a variant"),
+        ({**BASE, "corpora": {"user": {"my-c": {}}}}, "'my-c' does not match '^[A-Za-z0-9_]+$'; expected: letters"),
     ],
 )
 def test_invalid_config_names_the_key(tmp_path, cfg, expected):
