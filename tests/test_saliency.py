@@ -177,6 +177,36 @@ def test_kendall_tau_b_matches_scipy_with_ties_and_markers():
                     assert tau[b, i, j] == pytest.approx(expected, abs=1e-12)
 
 
+def test_agreement_bounds_its_sign_tensor_whatever_the_lengths(monkeypatch):
+    """Short sentences and long documents in one split: a group of rows never builds more than ``max_elements`` of
+    the [B, M, T, T] sign tensor (grouped by the short rows' width, a 1,000-token document made it 20 GB), and a
+    document too long for the budget alone is built in blocks; every τ is that of the one-shot tensor."""
+    rng = np.random.default_rng(1)
+    lengths = [5, 7, 6, 9, 400, 12, 350, 8]
+    table = {r: rng.integers(0, 6, size=(3, n)).astype(np.float32) for r, n in enumerate(lengths)}
+    candidates = {r: np.r_[False, np.ones(n - 2, bool), False] for r, n in enumerate(lengths)}
+    ids = {r: f"d{r}" for r in table}
+    budget = 3 * 300 * 300
+    built = []
+
+    def bounded(scores, cand, max_elements=1 << 24):
+        n_batch, n_methods, width = scores.shape
+        built.append(n_batch * n_methods * width * width)
+        assert n_batch == 1 or built[-1] <= budget, (n_batch, width)
+        tau = kendall_tau_b(scores, cand, max_elements)
+        torch.testing.assert_close(tau, kendall_tau_b(scores, cand, 1 << 40), rtol=0, atol=0, equal_nan=True)
+        return tau
+
+    monkeypatch.setattr(agreement, "kendall_tau_b", bounded)
+    frame = agreement.agreement_frame(table, ids, candidates, ["a", "b", "c"], max_elements=budget)
+    assert max(built) > budget  # the 400-token document alone exceeds it: built in blocks
+    for row in (4, 6):
+        keep = candidates[row]
+        expected, _ = kendall_tau(table[row][0, keep], table[row][1, keep])
+        tau = frame.query("row == @row and ranking == 'signed' and method_a == 'a' and method_b == 'b'")["tau"]
+        assert tau.item() == pytest.approx(expected, abs=1e-12)
+
+
 def test_topk_overlap_and_ranking_rules():
     scores = torch.tensor([[[0.0, 5.0, -9.0, 1.0, 2.0, 0.0], [0.0, 1.0, 2.0, 5.0, 4.0, 0.0]]])
     candidates = torch.tensor([[False, True, True, True, True, False]])

@@ -41,13 +41,21 @@ def kendall_tau(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
     return float(result.statistic), float(result.pvalue)
 
 
-def kendall_tau_b(scores: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
+def kendall_tau_b(scores: torch.Tensor, candidates: torch.Tensor, max_elements: int = 1 << 24) -> torch.Tensor:
     """``scores [B, M, T]``, ``candidates [B, T]`` → τ-b ``[B, M, M]`` between every pair of M rankings, for a
-    batch of instances at once: the statistic of :func:`kendall_tau` (equal to it in the tests), without p-values."""
+    batch of instances at once: the statistic of :func:`kendall_tau` (equal to it in the tests), without p-values.
+    The ``[B, M, T, T]`` sign tensor is built ``max_elements`` at a time, in blocks of its rows; its sums are of
+    ±1 and 0, exact in float64, so the blocks change no result and a document of any length fits in memory."""
     scores = scores.double()
-    pairs = candidates[:, :, None] & candidates[:, None, :]  # [B, T, T]; the diagonal has sign 0 anyway
-    signs = torch.where(pairs[:, None], torch.sign(scores[..., :, None] - scores[..., None, :]), 0.0)  # [B,M,T,T]
-    concordance = torch.einsum("bmij,bnij->bmn", signs, signs)  # 2 (n_c − n_d)
-    untied = (signs != 0).sum(dim=(2, 3)).double()  # 2 (n₀ − n_ties); NaN signs count as untied
+    n_batch, n_rankings, width = scores.shape
+    block = max(1, max_elements // max(1, n_batch * n_rankings * width))
+    concordance = scores.new_zeros(n_batch, n_rankings, n_rankings)  # 2 (n_c − n_d)
+    untied = scores.new_zeros(n_batch, n_rankings)  # 2 (n₀ − n_ties); NaN signs count as untied
+    for start in range(0, width, block):
+        rows = slice(start, start + block)
+        pairs = candidates[:, rows, None] & candidates[:, None, :]  # [B, t, T]; the diagonal has sign 0 anyway
+        signs = torch.where(pairs[:, None], torch.sign(scores[..., rows, None] - scores[..., None, :]), 0.0)
+        concordance += torch.einsum("bmij,bnij->bmn", signs, signs)
+        untied += (signs != 0).sum(dim=(2, 3)).double()
     denominator = torch.sqrt(untied[:, :, None] * untied[:, None, :])
     return torch.where(denominator > 0, concordance / denominator.clamp(min=1), torch.nan)

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from attnaudit.auditing import length_batches
 from attnaudit.data import encode_split, load_examples
 from attnaudit.importance._stage import read_scores
 from attnaudit.io import write_parquet
@@ -58,18 +59,16 @@ def agreement_frame(
     max_elements: int = 1 << 24,
 ) -> pd.DataFrame:
     """Long frame ``row, id, ranking, method_a, method_b, tau, topk_overlap, k, n_tokens`` over all method pairs
-    (a before b in ``methods`` order). Instances are grouped by length so a group's sign tensor stays small."""
-    rows = sorted(table, key=lambda r: (table[r].shape[1], r))
+    (a before b in ``methods`` order). Instances are grouped by length so a group's sign tensor stays within
+    ``max_elements`` (a document too long for it alone is built in blocks: :func:`kendall_tau_b`)."""
+    rows = np.asarray(sorted(table))
+    widths = np.array([table[r].shape[1] for r in rows])
     pairs = list(itertools.combinations(range(len(methods)), 2))
     ia, ib = (torch.tensor([p[i] for p in pairs], dtype=torch.long) for i in (0, 1))
     columns = defaultdict(list)
-    start = 0
-    while start < len(rows):
-        width = table[rows[start]].shape[1]
-        size = max(1, max_elements // (len(methods) * width * width))
-        group = rows[start : start + size]
-        start += len(group)
-        width = max(table[r].shape[1] for r in group)
+    # groups of rows × M × width² ≤ max_elements (the sign tensor), by length; a longer row is a group of its own
+    for batch in length_batches(widths**2, None, max(1, max_elements // len(methods))):
+        group, width = rows[batch].tolist(), int(widths[batch].max())
         scores = stack_rows(table, group, width)
         cand = torch.zeros(len(group), width, dtype=torch.bool)
         for i, r in enumerate(group):
@@ -77,7 +76,7 @@ def agreement_frame(
         n_tokens = cand.sum(dim=1).numpy()
         for ranking in rankings:
             key = scores.abs() if ranking == "abs" else scores
-            tau = kendall_tau_b(key, cand)[:, ia, ib].numpy()
+            tau = kendall_tau_b(key, cand, max_elements)[:, ia, ib].numpy()
             overlap, kk = topk_overlap(scores, cand, k, ranking)
             overlap = overlap[:, ia, ib].numpy()
             n_pairs = len(pairs)
