@@ -19,7 +19,7 @@ from attnaudit.importance._stage import read_scores, score
 from attnaudit.io import gather_chunks
 from attnaudit.masks import candidate_mask
 from attnaudit.metrics import kendall_tau, kendall_tau_b
-from attnaudit.models import input_gradients
+from attnaudit.models import deletions, input_gradients
 from attnaudit.saliency import agreement, faithfulness, planted, report
 from attnaudit.saliency.ranking import k_tokens, rank_positions, ranking_key
 from attnaudit.tables import combine
@@ -102,6 +102,33 @@ def test_integrated_gradients_of_a_bilstm_equal_captums(baseline, method, hidden
     for rows in (1, 3, 5):
         split = input_gradients.path_gradients(model, batch, explained, alphas, base, max_rows=rows)
         torch.testing.assert_close(split, whole, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("attention", ["additive", "dot"])
+@pytest.mark.parametrize("hidden_mode", ["plain", "concat", "residual"])
+def test_bilstm_occlusion_from_resumed_states_equals_reencoding(hidden_mode, attention):
+    """A one-layer BiLSTM's occlusions resume from the states an occluded token leaves unchanged (the forward ones
+    before it, the backward ones after it; position t itself has both halves new and reads the gate biases
+    alone): the scores of re-encoding every occluded sequence, exactly (tolerance 0, Σ L(L + 1) states) and with
+    faded rows stopped early on long sequences."""
+    model = tiny_model("lstm", attention, 1, num_classes=3, hidden_mode=hidden_mode, embedding_dim=16, lstm_hidden=8)
+    batch = tiny_batch(lengths=(9, 4, 12, 2, 3, 7, 12), seed=6)
+    assert deletions.supports(model, batch)
+    exact, reference = get_method("occlusion", tolerance=0.0), get_method("occlusion", tolerance=0.0)
+    torch.testing.assert_close(exact.attribute(model, batch), reference.reencoded(model, batch), atol=1e-5, rtol=1e-5)
+    stats = {}
+    deletions.occlusion_outputs(model, batch, 0.0, stats)
+    assert stats["row_steps"] == sum(n * (n + 1) for n in (9, 4, 12, 2, 3, 7, 12))
+    long = tiny_batch(lengths=(150, 97, 120), seed=7)
+    exact_steps, faded_steps = {}, {}
+    deletions.occlusion_outputs(model, long, 0.0, exact_steps)
+    deletions.occlusion_outputs(model, long, 1e-6, faded_steps)
+    deleted_steps = {}  # an occlusion fades as a deletion of the same token does
+    deletions.deletion_outputs(model, long, 1e-6, deleted_steps)
+    assert faded_steps["row_steps"] < min(0.6 * exact_steps["row_steps"], 1.05 * deleted_steps["row_steps"])
+    faded = get_method("occlusion").attribute(model, long)  # the default tolerance
+    torch.testing.assert_close(faded, reference.reencoded(model, long), atol=1e-5, rtol=1e-5)
+    assert faded.abs().amax() > 1e-4  # the occlusions change the output by more than the tolerance above
 
 
 def test_integrated_gradients_flags_poor_convergence():

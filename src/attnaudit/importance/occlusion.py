@@ -2,17 +2,21 @@
 f_c(x_1:n) − f_c(x_1:n | x_i = 0), the predicted-class output minus the output with word embedding x_i zeroed
 (the other inputs unmodified, the sequence length unchanged).
 
-Batched: all Σ_b T_b single-position occlusions of a batch go through the model as one ``[Σ_b T_b, T, d]``
-embedding tensor, in slices of at most ``max_elements`` floats (2^22: an SST BiLSTM's occlusion took 0.73× the CPU
-time of 2^25-float slices, which no longer fit in the cache) — the same numbers as
-Captum's ``Occlusion`` with a (1, d) window and zero baseline (checked in the tests), without its Python loop
-over positions. Signed: positive = zeroing the word lowers the predicted-class output.
+A one-layer BiLSTM with learned attention resumes from the states an occlusion leaves unchanged, as J&W's
+leave-one-out does for deletions (:func:`attnaudit.models.deletions.occlusion_outputs`; ``tolerance`` as
+``loo``'s): ~T × the fading length LSTM steps per instance instead of T re-encodings of T tokens, so long documents
+cost about what their leave-one-out costs. Other models: all Σ_b T_b single-position occlusions of a batch go
+through the model as one ``[Σ_b T_b, T, d]`` embedding tensor, in slices of at most ``max_elements`` floats (2^22:
+an SST BiLSTM's occlusion took 0.73× the CPU time of 2^25-float slices, which no longer fit in the cache) — the
+same numbers as Captum's ``Occlusion`` with a (1, d) window and zero baseline (checked in the tests), without its
+Python loop over positions. Signed: positive = zeroing the word lowers the predicted-class output.
 """
 
 import torch
 
 from attnaudit.importance._forward import check_output, class_scores, row_slices
 from attnaudit.importance.registry import ImportanceMethod, register
+from attnaudit.models import deletions
 
 
 @register
@@ -21,12 +25,25 @@ class Occlusion(ImportanceMethod):
     signed = True
     citation = "Bastings & Filippova 2020, §3.3 Eq. 5 (Zeiler & Fergus 2014; Li et al. 2016b)"
 
-    def __init__(self, output: str = "prob", max_elements: int = 1 << 22):
+    def __init__(self, output: str = "prob", max_elements: int = 1 << 22, tolerance: float = 1e-6):
         self.output = check_output(output)
         self.max_elements = int(max_elements)
+        self.tolerance = float(tolerance)  # as LeaveOneOut's: when an occlusion's states have faded
 
     @torch.no_grad()
     def attribute(self, model, batch):
+        if not deletions.supports(model, batch):
+            return self.reencoded(model, batch)
+        logits, occluded = deletions.occlusion_outputs(model, batch, self.tolerance)  # [B, C], [T, B, C]
+        target = logits.argmax(dim=-1)
+        full = class_scores(logits, self.output).gather(1, target[:, None]).squeeze(1)
+        changed = class_scores(occluded, self.output)
+        changed = changed.gather(2, target[None, :, None].expand(changed.shape[0], -1, 1)).squeeze(2)
+        return (full[None, :] - changed).t().masked_fill(~batch.mask, 0.0)
+
+    @torch.no_grad()
+    def reencoded(self, model, batch):
+        """Every occlusion through the whole model (any model; the reference for the BiLSTM's resumed states)."""
         embedded = model.embed(batch)
         logits = model(batch, embedded=embedded).logits
         target = logits.argmax(dim=-1)  # the predicted class

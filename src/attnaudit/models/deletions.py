@@ -82,6 +82,7 @@ class Readout:
         spare = -matrix.shape[0] % 16  # zero rows: a product 16 columns wide at a time is the fastest per column
         matrix, offset = nn.functional.pad(matrix, (0, 0, 0, spare)), nn.functional.pad(offset, (0, spare))
         self.classes = slice(self.width, self.width + linear.shape[0])
+        self.offset = offset
         self.new = {"forward": matrix[:, :size].t(), "backward": matrix[:, size : 2 * size].t()}
         real = mask.t()[:, :, None].to(embedded.dtype)
         words = embedded.transpose(0, 1) * real  # [T, B, d]
@@ -206,7 +207,7 @@ def settled_rows(states, original, tolerance: float) -> int:
 FADE_CHECK_EVERY = 8  # steps between the checks whether deletions have faded (a check that settles nothing is cheap)
 
 
-def resume_deletions(
+def resume_rows(
     gates,
     hidden,
     cells,
@@ -218,20 +219,26 @@ def resume_deletions(
     excluded,
     suffix,
     tolerance: float,
-) -> tuple[SoftmaxAccumulator, int]:
-    """One direction's part of every deletion, in its reading order (``[T, B, ·]`` original gates, states and
-    known readout, ``[T, B]`` positions outside the attention's support; instances sorted by decreasing length):
-    row u is the deletion of the u-th token read, which resumes from the state after token u − 1 and, at step
-    s ≥ u, reads token s + 1 and completes that position.
-    At step s only the ``active[s]`` instances longer than s + 1 have a token to read, a leading block of the
-    batch, so no padded row is computed. Returns the rows' online softmax ``[T, B]`` and the number of (row ×
-    instance × step) states computed."""
+    substitute: torch.Tensor | None = None,
+) -> tuple[SoftmaxAccumulator, int, torch.Tensor | None]:
+    """One direction's part of every deletion (or, with ``substitute``, every occlusion), in its reading order
+    (``[T, B, ·]`` original gates, states and known readout, ``[T, B]`` positions outside the attention's support;
+    instances sorted by decreasing length). A deletion's row u resumes from the state after token u − 1 and, at
+    step s ≥ u, reads token s + 1 and completes that position. An occlusion's row u (``substitute``: the gate
+    pre-activations of what replaces token u, ``[4H]``) resumes from the same state, reads ``substitute`` at step u
+    and token s at step s > u, completing position s; its state at position u is returned as ``own`` ``[T, B, H]``
+    (both halves of that position change, so it is completed once both directions are known).
+    At step s only the ``active[s]`` instances with a token to read are computed, a leading block of the batch, so
+    no padded row is. Returns the rows' online softmax ``[T, B]``, the number of (row × instance × step) states
+    computed and ``own`` (None for deletions)."""
+    shift = 1 if substitute is None else 0  # a deletion's step s reads token s + 1, an occlusion's token s
     width, n_batch, size = hidden.shape
     acc = SoftmaxAccumulator(width, n_batch, readout.classes.stop - readout.width, hidden)
     zeros = hidden.new_zeros(1, n_batch, size)
     h, c = torch.cat([zeros, hidden[:-1]]), torch.cat([zeros, cells[:-1]])  # row u starts after token u − 1
+    own = None if substitute is None else torch.zeros_like(hidden)
     done, row_steps = 0, 0  # rows 0..done−1 have faded into the original states and are complete
-    for step in range(width - 1):
+    for step in range(width - shift):
         n_active = active[step]
         if n_active == 0:
             break
@@ -239,21 +246,100 @@ def resume_deletions(
             h, c = h[:, :n_active].contiguous(), c[:, :n_active].contiguous()
         if done > step:
             continue
-        rows = slice(done, step + 1)
-        pre = (h[rows].reshape(-1, size) @ w_hh).view(step + 1 - done, n_active, -1).add_(gates[step + 1, :n_active])
+        read, rows = step + shift, slice(done, step + 1)
+        pre = (h[rows].reshape(-1, size) @ w_hh).view(step + 1 - done, n_active, -1)
+        if substitute is None:
+            pre.add_(gates[read, :n_active])
+        else:  # the last row, u = s, reads the substitute
+            pre[:-1].add_(gates[read, :n_active])
+            pre[-1].add_(substitute)
         lstm_step(pre, c[rows], out=(h[rows], c[rows]))
-        values = h[rows] @ readout.new[direction] + known[step + 1, :n_active]  # [rows, B', k + C]
-        score = readout.score(values[..., : readout.width]).masked_fill_(excluded[step + 1, :n_active], float("-inf"))
-        acc.add((rows, slice(0, n_active)), score, torch.ones_like(score), values[..., readout.classes])
+        completed = rows
+        if substitute is not None:
+            own[step, :n_active] = h[step]
+            completed = slice(done, step)
+        if completed.stop > completed.start:
+            values = h[completed] @ readout.new[direction] + known[read, :n_active]  # [rows, B', k + C]
+            score = readout.score(values[..., : readout.width]).masked_fill_(excluded[read, :n_active], float("-inf"))
+            acc.add((completed, slice(0, n_active)), score, torch.ones_like(score), values[..., readout.classes])
         row_steps += (step + 1 - done) * n_active
-        n_next = active[step + 1]
+        n_next = active[step + 1] if step + 1 < len(active) else 0
         if n_next and tolerance > 0 and step % FADE_CHECK_EVERY == 0:
-            original = (hidden[step + 1, :n_next], cells[step + 1, :n_next])
+            original = (hidden[read, :n_next], cells[read, :n_next])
             settled = settled_rows((h[rows, :n_next], c[rows, :n_next]), original, tolerance)
-            if settled:  # the rest of their softmax: the original tokens read after token step + 1
-                acc.add(slice(done, done + settled), *(x[step + 2] for x in suffix))
+            if settled:  # the rest of their softmax: the original tokens read after token ``read``
+                acc.add(slice(done, done + settled), *(x[read + 1] for x in suffix))
                 done += settled
-    return acc, row_steps
+    return acc, row_steps, own
+
+
+class ReusedStates:
+    """What every deletion and every occlusion of a batch shares (:func:`supports` must hold): the instances
+    sorted by decreasing length (``inverse`` restores the order), each direction's original input gates and
+    states in its reading order, the readout of the unchanged half per position, the undeleted logits (the
+    model's head on these states, so no second encoder pass), the positions outside the attention's support
+    and, with ``tolerance`` > 0, the original readout aggregated from each reading's end (where a faded row
+    takes the rest of its softmax)."""
+
+    def __init__(self, model, batch: Batch, tolerance: float):
+        order = torch.argsort(batch.lengths, descending=True, stable=True)  # active instances: a leading block
+        self.batch, self.inverse = batch.select(order), torch.argsort(order)
+        self.model, self.tolerance = model, tolerance
+        encoder, mask = model.encoder, self.batch.mask
+        self.width, self.lengths = mask.shape[1], mask.sum(dim=1)
+        embedded = model.embed(self.batch)
+        real = mask.t()[:, :, None].to(embedded.dtype)
+        reverse = encoder.reversal(mask)[..., 0].t()  # [T, B]: backward reading order ↔ position (an involution)
+        self.in_order = {"forward": lambda x: x, "backward": lambda x: gather_positions(x, reverse)}
+        self.read = {}  # per direction, in its reading order: input gates, h, c (0 on padding)
+        for direction in ("forward", "backward"):
+            gates, h, c = original_states(encoder, model.embedding, self.batch.tokens, mask, direction == "backward")
+            self.read[direction] = (gates, h * real, c * real)
+        hidden = {direction: self.in_order[direction](self.read[direction][1]) for direction in self.read}
+        query = model.encode_query(self.batch)
+        self.readout = Readout(model, embedded, mask, hidden, query)
+        states = model._with_embeddings(
+            torch.cat([hidden["forward"], hidden["backward"]], -1).transpose(0, 1), embedded, mask
+        )
+        self.as_is = model.decode(states, model.attend(states, self.batch, query), query)  # the undeleted instances
+        support = model.attention.support(self.batch)
+        self.excluded = (mask & ~support).t()  # the markers α is 0 on (a deletion leaves an instance its content)
+        self.suffix = {direction: None for direction in self.read}
+        if tolerance > 0:  # the original sequence's readout per position, aggregated from each reading's end
+            values = hidden["forward"] @ self.readout.new["forward"] + self.readout.known["forward"]  # [T, B, k + C]
+            scores = self.readout.score(values[..., : self.readout.width]).masked_fill(~support.t(), float("-inf"))
+            for direction in self.read:
+                self.suffix[direction] = running_aggregates(
+                    self.in_order[direction](scores),
+                    self.in_order[direction](values[..., self.readout.classes]),
+                    reverse=True,
+                )
+
+    def resume(self, first_step: int, substitute: dict | None = None) -> tuple[dict, int, dict]:
+        """Both directions' rows (:func:`resume_rows`): per direction the accumulated softmax and ``own``
+        states, and the states computed. ``first_step``: 1 for deletions (step s reads token s + 1), 0 for
+        occlusions; ``substitute``: per direction, the gates of what an occlusion puts in a token's place."""
+        steps = torch.arange(first_step, self.width + first_step, device=self.lengths.device)
+        active = (self.lengths[None, :] > steps[:, None]).sum(1).tolist()  # instances with token s + 1 (or s)
+        accumulated, own, row_steps = {}, {}, 0
+        for direction, (gates, h, c) in self.read.items():
+            w_hh = sigmoid_gates_first(self.model.encoder.weights(0, direction == "backward")[1]).t()
+            accumulated[direction], computed, own[direction] = resume_rows(
+                gates,
+                h,
+                c,
+                w_hh,
+                active,
+                self.readout,
+                direction,
+                self.in_order[direction](self.readout.known[direction]),
+                self.in_order[direction](self.excluded),
+                self.suffix[direction],
+                self.tolerance,
+                None if substitute is None else substitute[direction],
+            )
+            row_steps += computed
+        return accumulated, row_steps, own
 
 
 def deletion_outputs(
@@ -265,66 +351,50 @@ def deletion_outputs(
     ``tolerance`` > 0 stops a deletion's recursion once its states are that close (max |Δh|, |Δc|) to the
     original states (module docstring); ``stats["row_steps"]`` counts the recomputed (deletion × instance × step)
     states, Σ L(L − 1) without fading."""
-    order = torch.argsort(batch.lengths, descending=True, stable=True)  # active instances: a leading block
-    batch, inverse = batch.select(order), torch.argsort(order)
-    encoder, mask = model.encoder, batch.mask
-    width = mask.shape[1]
     with torch.no_grad():
-        embedded = model.embed(batch)
-        real = mask.t()[:, :, None].to(embedded.dtype)
-        reverse = encoder.reversal(mask)[..., 0].t()  # [T, B]: backward reading order ↔ position (an involution)
-        in_order = {"forward": lambda x: x, "backward": lambda x: gather_positions(x, reverse)}
-        read = {}  # per direction, in its reading order: input gates, h, c (0 on padding)
-        for direction in ("forward", "backward"):
-            gates, h, c = original_states(encoder, model.embedding, batch.tokens, mask, direction == "backward")
-            read[direction] = (gates, h * real, c * real)
-        hidden = {direction: in_order[direction](read[direction][1]) for direction in read}  # by position
-        query = model.encode_query(batch)
-        readout = Readout(model, embedded, mask, hidden, query)
-        states = model._with_embeddings(
-            torch.cat([hidden["forward"], hidden["backward"]], -1).transpose(0, 1), embedded, mask
-        )
-        as_is = model.decode(states, model.attend(states, batch, query), query)  # the undeleted instances
-        support = model.attention.support(batch)
-        excluded = (mask & ~support).t()  # the markers α is 0 on (a deletion leaves an instance its content)
-        suffix = {direction: None for direction in read}
-        if tolerance > 0:  # the original sequence's readout per position, aggregated from each reading's end
-            values = hidden["forward"] @ readout.new["forward"] + readout.known["forward"]  # [T, B, k + C]
-            scores = readout.score(values[..., : readout.width]).masked_fill(~support.t(), float("-inf"))
-            for direction in read:
-                suffix[direction] = running_aggregates(
-                    in_order[direction](scores),
-                    in_order[direction](values[..., readout.classes]),
-                    reverse=True,
-                )
-        lengths = mask.sum(dim=1)
-        steps = torch.arange(1, width + 1, device=mask.device)
-        active = (lengths[None, :] > steps[:, None]).sum(1).tolist()  # instances longer than s + 1, per step s
-        accumulated, row_steps = {}, 0
-        for direction, (gates, h, c) in read.items():
-            w_hh = sigmoid_gates_first(encoder.weights(0, direction == "backward")[1]).t()
-            known = in_order[direction](readout.known[direction])
-            accumulated[direction], computed = resume_deletions(
-                gates,
-                h,
-                c,
-                w_hh,
-                active,
-                readout,
-                direction,
-                known,
-                in_order[direction](excluded),
-                suffix[direction],
-                tolerance,
-            )
-            row_steps += computed
+        shared = ReusedStates(model, batch, tolerance)
+        accumulated, row_steps, _ = shared.resume(first_step=1)
         # deleting token t is the forward reading's row t and the backward reading's row L − 1 − t
         merged = accumulated["forward"]
-        merged.add(slice(None), *(in_order["backward"](x) for x in accumulated["backward"].fields()))
-        deleted = readout.finish(merged.logits(), model.deletion_candidates(batch, 0, width))
+        merged.add(slice(None), *(shared.in_order["backward"](x) for x in accumulated["backward"].fields()))
+        deleted = shared.readout.finish(merged.logits(), model.deletion_candidates(shared.batch, 0, shared.width))
     if stats is not None:
         stats["row_steps"] = stats.get("row_steps", 0) + row_steps
-    return as_is[inverse], deleted[:, inverse]
+    return shared.as_is[shared.inverse], deleted[:, shared.inverse]
+
+
+def occlusion_outputs(
+    model, batch: Batch, tolerance: float = 0.0, stats: dict | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Logits of every instance as it is ``[B, C]`` and with the embedding of its token t zeroed ``[T, B, C]``
+    (occlusion, Bastings & Filippova §3.3 Eq. 5), for every position t, from the states an occlusion leaves
+    unchanged as for a deletion (:func:`deletion_outputs`; the same conditions and ``tolerance``): the forward
+    states before t and the backward states after t are the original ones, position t reads W_ih·0 = 0 (the gate
+    biases alone) and has both halves new, and its embedding's share of h (T&Š's concat and residual) is 0.
+    ``stats["row_steps"]``: Σ L(L + 1) without fading."""
+    with torch.no_grad():
+        shared = ReusedStates(model, batch, tolerance)
+        biases = {  # W_ih 0 + b_ih + b_hh
+            direction: sum(sigmoid_gates_first(w) for w in model.encoder.weights(0, direction == "backward")[2:])
+            for direction in shared.read
+        }
+        accumulated, row_steps, own = shared.resume(first_step=0, substitute=biases)
+        # occluding token t is the forward reading's row t and the backward reading's row L − 1 − t; position t
+        # itself pairs the two rows' own states
+        merged = accumulated["forward"]
+        merged.add(slice(None), *(shared.in_order["backward"](x) for x in accumulated["backward"].fields()))
+        readout = shared.readout
+        values = (
+            own["forward"] @ readout.new["forward"]
+            + shared.in_order["backward"](own["backward"]) @ readout.new["backward"]
+            + readout.offset
+        )  # [T, B, k + C]
+        score = readout.score(values[..., : readout.width]).masked_fill(shared.excluded, float("-inf"))
+        merged.add(slice(None), score, torch.ones_like(score), values[..., readout.classes])
+        occluded = readout.finish(merged.logits())
+    if stats is not None:
+        stats["row_steps"] = stats.get("row_steps", 0) + row_steps
+    return shared.as_is[shared.inverse], occluded[:, shared.inverse]
 
 
 def local_radius(model, batch: Batch) -> int | None:
