@@ -9,6 +9,10 @@ deleting the u-th token read resumes after token u − 1: at step s every deleti
 than s + 1 advances at once, one block of the (deletion × instance) grid once the instances are sorted by
 decreasing length, so no padded state is computed (Σ L(L − 1) states per batch).
 
+Occluding token t (B&F Eq. 5: its embedding zeroed, the length kept; :func:`occlusion_outputs`) leaves the same
+states unchanged: each direction resumes from the state before t, reads the gate biases alone at t (W_ih·0 = 0) and
+then the original tokens; position t has both halves new and is completed once both directions have passed it.
+
 Every position j of a deleted sequence is then *completed* exactly once: in the forward pass when j ≥ t (new
 forward half, unchanged backward half of original position j + 1) or in the backward pass when j < t (unchanged
 forward half of position j, new backward half). Attention scores (additive vᵀtanh(W h + b) or dot h·q/√m) and
@@ -315,12 +319,14 @@ class ReusedStates:
                     reverse=True,
                 )
 
-    def resume(self, first_step: int, substitute: dict | None = None) -> tuple[dict, int, dict]:
-        """Both directions' rows (:func:`resume_rows`): per direction the accumulated softmax and ``own``
-        states, and the states computed. ``first_step``: 1 for deletions (step s reads token s + 1), 0 for
-        occlusions; ``substitute``: per direction, the gates of what an occlusion puts in a token's place."""
+    def resume(self, substitute: dict | None = None) -> tuple[SoftmaxAccumulator, int, dict]:
+        """Every deletion (``substitute``: every occlusion, with per direction the gates of what takes a token's
+        place) in both directions (:func:`resume_rows`), merged by position: row t is the forward reading's row t
+        and the backward reading's row L − 1 − t. Returns that softmax ``[T, B]``, the states computed and each
+        direction's ``own`` states."""
+        first_step = 1 if substitute is None else 0  # a deletion's step s reads token s + 1, an occlusion's s
         steps = torch.arange(first_step, self.width + first_step, device=self.lengths.device)
-        active = (self.lengths[None, :] > steps[:, None]).sum(1).tolist()  # instances with token s + 1 (or s)
+        active = (self.lengths[None, :] > steps[:, None]).sum(1).tolist()  # instances with that token, per step
         accumulated, own, row_steps = {}, {}, 0
         for direction, (gates, h, c) in self.read.items():
             w_hh = sigmoid_gates_first(self.model.encoder.weights(0, direction == "backward")[1]).t()
@@ -339,7 +345,9 @@ class ReusedStates:
                 None if substitute is None else substitute[direction],
             )
             row_steps += computed
-        return accumulated, row_steps, own
+        merged = accumulated["forward"]
+        merged.add(slice(None), *(self.in_order["backward"](x) for x in accumulated["backward"].fields()))
+        return merged, row_steps, own
 
 
 def deletion_outputs(
@@ -353,10 +361,7 @@ def deletion_outputs(
     states, Σ L(L − 1) without fading."""
     with torch.no_grad():
         shared = ReusedStates(model, batch, tolerance)
-        accumulated, row_steps, _ = shared.resume(first_step=1)
-        # deleting token t is the forward reading's row t and the backward reading's row L − 1 − t
-        merged = accumulated["forward"]
-        merged.add(slice(None), *(shared.in_order["backward"](x) for x in accumulated["backward"].fields()))
+        merged, row_steps, _ = shared.resume()
         deleted = shared.readout.finish(merged.logits(), model.deletion_candidates(shared.batch, 0, shared.width))
     if stats is not None:
         stats["row_steps"] = stats.get("row_steps", 0) + row_steps
@@ -378,11 +383,7 @@ def occlusion_outputs(
             direction: sum(sigmoid_gates_first(w) for w in model.encoder.weights(0, direction == "backward")[2:])
             for direction in shared.read
         }
-        accumulated, row_steps, own = shared.resume(first_step=0, substitute=biases)
-        # occluding token t is the forward reading's row t and the backward reading's row L − 1 − t; position t
-        # itself pairs the two rows' own states
-        merged = accumulated["forward"]
-        merged.add(slice(None), *(shared.in_order["backward"](x) for x in accumulated["backward"].fields()))
+        merged, row_steps, own = shared.resume(substitute=biases)  # position t itself pairs the rows' own states
         readout = shared.readout
         values = (
             own["forward"] @ readout.new["forward"]
