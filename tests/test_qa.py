@@ -419,6 +419,26 @@ def test_qa_deletions_without_reencoding_equal_reencoding(encoder, attention, ca
         assert torch.isinf(fast).any()  # masked to each passage's candidates, like the model
 
 
+@pytest.mark.parametrize("encoder", ["lstm", "average", "cnn"])
+@pytest.mark.parametrize("candidates", [(), (10, 11, 12, 13, 14)])
+def test_qa_occlusion_without_reencoding_equals_reencoding(encoder, candidates):
+    """B&F's occlusion of J&W's QA model (the embedding of a passage token zeroed, the query and candidates kept):
+    the BiLSTM from resumed states, the average encoder and the CNN from the states next to the token, as running
+    every occluded passage through the model."""
+    model = qa_model(encoder, "additive", candidates=candidates, seed=4)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.3 * torch.randn_like(p))  # away from the near-zero initialisation
+    rng = np.random.default_rng(2)
+    passages = [np.array([2, *rng.integers(4, 30, size=n), 3]) for n in (7, 60, 2, 140, 1)]
+    queries = [np.array([2, *rng.integers(4, 30, size=3), 3]) for _ in passages]
+    batch = collate(passages, ids=[str(i) for i in range(len(passages))], queries=queries)
+    occlusion = get_method("occlusion")
+    scores = occlusion.attribute(model, batch)
+    torch.testing.assert_close(scores, occlusion.reencoded(model, batch), atol=1e-5, rtol=1e-5)
+    assert scores.abs().amax() > 1e-3
+
+
 def test_qa_save_load_roundtrip(tmp_path):
     model, batch = qa_model("average", candidates=(10, 11, 12, 13, 14)), qa_batch()
     save_model(tmp_path / "model.pt", model)

@@ -131,6 +131,26 @@ def test_bilstm_occlusion_from_resumed_states_equals_reencoding(hidden_mode, att
     assert faded.abs().amax() > 1e-4  # the occlusions change the output by more than the tolerance above
 
 
+@pytest.mark.parametrize("attend_to_markers", [False, True])
+@pytest.mark.parametrize(
+    "encoder,fields", [("cnn", {"cnn_kernels": (1, 3, 5, 7)}), ("cnn", {}), ("average", {}), ("mlp", {})]
+)
+def test_local_occlusion_equals_reencoding(encoder, fields, attend_to_markers):
+    """A CNN's occlusion changes only the states within its widest kernel's radius of the token, a token-wise
+    encoder's only the token's own: recomputed on short windows and merged with the unchanged positions, the scores
+    of running every occluded sequence through the model (also in slices of a few windows)."""
+    model = tiny_model(encoder, "additive", 2, num_classes=3, attend_to_markers=attend_to_markers, **fields)
+    batch = tiny_batch(lengths=(9, 4, 12, 2, 3, 7, 30), seed=8)
+    radius = deletions.local_radius(model, batch)
+    assert radius == (3 if fields else 1 if encoder == "cnn" else 0)
+    occlusion = get_method("occlusion")
+    scores, reference = occlusion.attribute(model, batch), occlusion.reencoded(model, batch)
+    torch.testing.assert_close(scores, reference, atol=1e-6, rtol=1e-5)
+    assert reference.abs().amax() > 1e-2
+    logits = deletions.local_occlusion_logits(model, batch, max_elements=200)  # windows a few at a time
+    torch.testing.assert_close(logits, deletions.local_occlusion_logits(model, batch), atol=1e-6, rtol=1e-5)
+
+
 def test_integrated_gradients_flags_poor_convergence():
     model = tiny_model("lstm", seed=3)
     batch = tiny_batch(seed=3)

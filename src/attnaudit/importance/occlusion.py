@@ -3,13 +3,15 @@ f_c(x_1:n) − f_c(x_1:n | x_i = 0), the predicted-class output minus the output
 (the other inputs unmodified, the sequence length unchanged).
 
 A one-layer BiLSTM with learned attention resumes from the states an occlusion leaves unchanged, as J&W's
-leave-one-out does for deletions (:func:`attnaudit.models.deletions.occlusion_outputs`; ``tolerance`` as
-``loo``'s): ~T × the fading length LSTM steps per instance instead of T re-encodings of T tokens, so long documents
-cost about what their leave-one-out costs. Other models: all Σ_b T_b single-position occlusions of a batch go
-through the model as one ``[Σ_b T_b, T, d]`` embedding tensor, in slices of at most ``max_elements`` floats (2^22:
-an SST BiLSTM's occlusion took 0.73× the CPU time of 2^25-float slices, which no longer fit in the cache) — the
-same numbers as Captum's ``Occlusion`` with a (1, d) window and zero baseline (checked in the tests), without its
-Python loop over positions. Signed: positive = zeroing the word lowers the predicted-class output.
+leave-one-out does for deletions (:func:`attnaudit.models.deletions.occlusion_outputs`; ``tolerance`` as ``loo``'s):
+~T × the fading length LSTM steps per instance instead of T re-encodings of T tokens, so long documents cost about
+what their leave-one-out costs. A CNN recomputes only the states within its widest kernel's radius of the token, a
+token-wise encoder (average, MLP) only the token's own (:func:`attnaudit.models.deletions.local_occlusion_logits`).
+Other models (stacked BiLSTMs): all Σ_b T_b single-position occlusions of a batch go through the model as one
+``[Σ_b T_b, T, d]`` embedding tensor, in slices of at most ``max_elements`` floats (2^22: an SST BiLSTM's occlusion took
+0.73× the CPU time of 2^25-float slices, which no longer fit in the cache) — the same numbers as Captum's
+``Occlusion`` with a (1, d) window and zero baseline (checked in the tests), without its Python loop over positions.
+Signed: positive = zeroing the word lowers the predicted-class output.
 """
 
 import torch
@@ -32,9 +34,12 @@ class Occlusion(ImportanceMethod):
 
     @torch.no_grad()
     def attribute(self, model, batch):
-        if not deletions.supports(model, batch):
+        if deletions.supports(model, batch):
+            logits, occluded = deletions.occlusion_outputs(model, batch, self.tolerance)  # [B, C], [T, B, C]
+        elif deletions.local_radius(model, batch) is not None:
+            logits, occluded = model(batch).logits, deletions.local_occlusion_logits(model, batch)
+        else:
             return self.reencoded(model, batch)
-        logits, occluded = deletions.occlusion_outputs(model, batch, self.tolerance)  # [B, C], [T, B, C]
         target = logits.argmax(dim=-1)
         full = class_scores(logits, self.output).gather(1, target[:, None]).squeeze(1)
         changed = class_scores(occluded, self.output)

@@ -464,3 +464,52 @@ def local_deletion_logits(model, batch: Batch, first: int, last: int, max_elemen
                 for i in range(2 * radius):
                     acc.add(rows, window_scores[..., i], ones, window_logits[:, :, i])
         return finish(acc.logits(), model.deletion_candidates(batch, first, last))
+
+
+def local_occlusion_logits(model, batch: Batch, max_elements: int = 1 << 24) -> torch.Tensor:
+    """Logits ``[T, B, C]`` with the embedding of token t zeroed (occlusion, B&F Eq. 5), for every position t
+    (:func:`local_radius` must not be None; entries beyond an instance's length unspecified). With radius r only
+    the states of positions t − r … t + r change: they are recomputed on (4r + 1)-token windows around t whose
+    centre is zeroed (at most ``max_elements`` embedding floats at a time), and the softmax merges the original
+    positions' aggregate before t − r, those 2r + 1 states and the aggregate after t + r, as
+    :func:`local_deletion_logits` does for deletions. r = 0 (token-wise encoders): only position t changes."""
+    radius = local_radius(model, batch)
+    mask, lengths = batch.mask, batch.mask.sum(dim=1)
+    n_batch, width = mask.shape
+    with torch.no_grad():
+        hidden = model.encode(model.embed(batch), mask)
+        query = model.encode_query(batch)
+        attention_query = model.attention_query(query)
+        linear, bias, finish = model.linear_readout(query)
+        support = model.attention.support(batch)
+        scores = model.attention.scores(hidden, attention_query).masked_fill(~support, float("-inf")).t()  # [T, B]
+        logits = (hidden @ linear.t() + bias).transpose(0, 1)  # [T, B, D]
+        before = running_aggregates(scores, logits, reverse=False)
+        after = running_aggregates(scores, logits, reverse=True)
+        acc = SoftmaxAccumulator(width, n_batch, logits.shape[-1], logits)
+        t = torch.arange(width, device=mask.device)
+        acc.add(slice(None), *(x[(t - radius).clamp_min(0)] for x in before))
+        acc.add(slice(None), *(x[(t + radius + 1).clamp_max(width)] for x in after))
+        span = torch.arange(4 * radius + 1, device=mask.device)
+        per = max(1, max_elements // (n_batch * (4 * radius + 1) * hidden.shape[-1]))
+        for start in range(0, width, per):
+            rows = slice(start, start + per)
+            here = t[rows]
+            source = here[:, None] - 2 * radius + span[None, :]  # the window's positions [n, 4r + 1]
+            inside = (source[:, None, :] >= 0) & (source[:, None, :] < lengths[None, :, None])  # [n, B, 4r + 1]
+            tokens = batch.tokens[:, source.clamp(0, width - 1)].transpose(0, 1)  # [n, B, 4r + 1]
+            window = Batch(tokens.masked_fill(~inside, model.cfg.pad_index).flatten(0, 1), inside.flatten(0, 1))
+            embedded = model.embed(window)
+            embedded[:, 2 * radius] = 0.0  # the occluded token, at the centre
+            states = model.encode(embedded, window.mask)[:, radius : 3 * radius + 1]  # [n·B, 2r + 1, m]
+            repeat = None if attention_query is None else attention_query.repeat(len(here), 1)
+            window_scores = model.attention.scores(states, repeat).view(len(here), n_batch, 2 * radius + 1)
+            window_logits = (states @ linear.t() + bias).view(len(here), n_batch, 2 * radius + 1, -1)
+            position = here[:, None] - radius + span[None, : 2 * radius + 1]  # the changed positions [n, 2r + 1]
+            real = (position[:, None, :] >= 0) & (position[:, None, :] < lengths[None, :, None])
+            kept = real & support[torch.arange(n_batch)[None, :, None], position.clamp(0, width - 1)[:, None, :]]
+            window_scores = window_scores.masked_fill(~kept, float("-inf"))
+            ones = torch.ones_like(window_scores[..., 0])
+            for i in range(2 * radius + 1):
+                acc.add(rows, window_scores[..., i], ones, window_logits[:, :, i])
+        return finish(acc.logits())
