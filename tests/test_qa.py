@@ -20,7 +20,7 @@ from attnaudit.corpora.registry import REGISTRY
 from attnaudit.data import collate, encode_split
 from attnaudit.importance import get_method
 from attnaudit.importance.gradient import autograd_gradient_times_embedding
-from attnaudit.models import input_gradients, load_model, save_model
+from attnaudit.models import Batch, input_gradients, load_model, save_model
 from attnaudit.models.qa import QAConfig, QAModel, candidate_ids
 from attnaudit.tokenise.tokenisation import tokenise_documents
 
@@ -380,6 +380,17 @@ def test_qa_gradient_and_loo_are_over_passage_tokens_and_keep_the_query():
     torch.testing.assert_close(loo[0, 1], expected)
 
 
+def varied_passages(model: QAModel, seed: int) -> tuple[QAModel, list[np.ndarray], Batch]:
+    """``model`` moved away from its near-zero initialisation, and passages of 1–140 tokens with their queries."""
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.3 * torch.randn_like(p))
+    rng = np.random.default_rng(seed)
+    passages = [np.array([2, *rng.integers(4, 30, size=n), 3]) for n in (7, 60, 2, 140, 1)]
+    queries = [np.array([2, *rng.integers(4, 30, size=3), 3]) for _ in passages]
+    return model, passages, collate(passages, ids=[str(i) for i in range(len(passages))], queries=queries)
+
+
 @pytest.mark.parametrize(
     "encoder,attention",
     [("lstm", "additive"), ("average", "additive"), ("average", "dot"), ("cnn", "additive"), ("cnn", "dot")],
@@ -392,14 +403,7 @@ def test_qa_deletions_without_reencoding_equal_reencoding(encoder, attention, ca
     from attnaudit.importance.loo import deletion_outputs, deletions
     from attnaudit.models import deletions as deletions_module
 
-    model = qa_model(encoder, attention, candidates=candidates, seed=3)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(0.3 * torch.randn_like(p))  # away from the near-zero initialisation
-    rng = np.random.default_rng(1)
-    passages = [np.array([2, *rng.integers(4, 30, size=n), 3]) for n in (7, 60, 2, 140, 1)]
-    queries = [np.array([2, *rng.integers(4, 30, size=3), 3]) for _ in passages]
-    batch = collate(passages, ids=[str(i) for i in range(len(passages))], queries=queries)
+    model, passages, batch = varied_passages(qa_model(encoder, attention, candidates=candidates, seed=3), seed=1)
     width = batch.tokens.shape[1]
     deleted, b, t = deletions(batch)
     with torch.no_grad():
@@ -425,14 +429,7 @@ def test_qa_occlusion_without_reencoding_equals_reencoding(encoder, candidates):
     """B&F's occlusion of J&W's QA model (the embedding of a passage token zeroed, the query and candidates kept):
     the BiLSTM from resumed states, the average encoder and the CNN from the states next to the token, as running
     every occluded passage through the model."""
-    model = qa_model(encoder, "additive", candidates=candidates, seed=4)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(0.3 * torch.randn_like(p))  # away from the near-zero initialisation
-    rng = np.random.default_rng(2)
-    passages = [np.array([2, *rng.integers(4, 30, size=n), 3]) for n in (7, 60, 2, 140, 1)]
-    queries = [np.array([2, *rng.integers(4, 30, size=3), 3]) for _ in passages]
-    batch = collate(passages, ids=[str(i) for i in range(len(passages))], queries=queries)
+    model, _, batch = varied_passages(qa_model(encoder, "additive", candidates=candidates, seed=4), seed=2)
     occlusion = get_method("occlusion")
     scores = occlusion.attribute(model, batch)
     torch.testing.assert_close(scores, occlusion.reencoded(model, batch), atol=1e-5, rtol=1e-5)

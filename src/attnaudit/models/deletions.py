@@ -412,6 +412,27 @@ def local_radius(model, batch: Batch) -> int | None:
     return None
 
 
+class OriginalReadout:
+    """What a bounded-window model's local deletions and occlusions keep of the original sequence: its hidden
+    states, the attention's query, the decoder's linear part, the attention's support and the softmax aggregates
+    of the original positions before and from every position (:func:`running_aggregates`)."""
+
+    def __init__(self, model, batch: Batch):
+        self.hidden = model.encode(model.embed(batch), batch.mask)
+        query = model.encode_query(batch)
+        self.attention_query = model.attention_query(query)
+        self.linear, self.bias, self.finish = model.linear_readout(query)
+        self.support = model.attention.support(batch)
+        scores = model.attention.scores(self.hidden, self.attention_query)
+        scores = scores.masked_fill(~self.support, float("-inf")).t()  # [T, B]
+        self.logits = (self.hidden @ self.linear.t() + self.bias).transpose(0, 1)  # [T, B, D]
+        self.before = running_aggregates(scores, self.logits, reverse=False)
+        self.after = running_aggregates(scores, self.logits, reverse=True)
+
+    def fields(self) -> tuple:
+        return self.hidden, self.attention_query, self.linear, self.bias, self.finish
+
+
 def local_deletion_logits(model, batch: Batch, first: int, last: int, max_elements: int = 1 << 24) -> torch.Tensor:
     """Logits ``[last − first, B, C]`` with token t deleted (:func:`local_radius` must not be None). With radius
     r, the deleted sequence's states before t − r are the original ones, those from t + r on the original ones
@@ -424,18 +445,12 @@ def local_deletion_logits(model, batch: Batch, first: int, last: int, max_elemen
     mask, lengths = batch.mask, batch.mask.sum(dim=1)
     n_batch, width = mask.shape
     with torch.no_grad():
-        hidden = model.encode(model.embed(batch), mask)
-        query = model.encode_query(batch)
-        attention_query = model.attention_query(query)
-        linear, bias, finish = model.linear_readout(query)
-        support = model.attention.support(batch)
-        scores = model.attention.scores(hidden, attention_query).masked_fill(~support, float("-inf")).t()  # [T, B]
+        original = OriginalReadout(model, batch)
+        hidden, attention_query, linear, bias, finish = original.fields()
+        before, after, support = original.before, original.after, original.support
         markers = torch.as_tensor(model.attention.markers, dtype=batch.tokens.dtype, device=mask.device)
         excludes_markers = (mask & ~support).any(dim=1)  # [B]: its markers are outside the support
-        logits = (hidden @ linear.t() + bias).transpose(0, 1)  # [T, B, D]
-        before = running_aggregates(scores, logits, reverse=False)
-        after = running_aggregates(scores, logits, reverse=True)
-        acc = SoftmaxAccumulator(last - first, n_batch, logits.shape[-1], logits)
+        acc = SoftmaxAccumulator(last - first, n_batch, original.logits.shape[-1], original.logits)
         t = torch.arange(first, last, device=mask.device)
         acc.add(slice(None), *(x[(t - radius).clamp_min(0)] for x in before))
         acc.add(slice(None), *(x[(t + radius + 1).clamp_max(width)] for x in after))
@@ -477,16 +492,10 @@ def local_occlusion_logits(model, batch: Batch, max_elements: int = 1 << 24) -> 
     mask, lengths = batch.mask, batch.mask.sum(dim=1)
     n_batch, width = mask.shape
     with torch.no_grad():
-        hidden = model.encode(model.embed(batch), mask)
-        query = model.encode_query(batch)
-        attention_query = model.attention_query(query)
-        linear, bias, finish = model.linear_readout(query)
-        support = model.attention.support(batch)
-        scores = model.attention.scores(hidden, attention_query).masked_fill(~support, float("-inf")).t()  # [T, B]
-        logits = (hidden @ linear.t() + bias).transpose(0, 1)  # [T, B, D]
-        before = running_aggregates(scores, logits, reverse=False)
-        after = running_aggregates(scores, logits, reverse=True)
-        acc = SoftmaxAccumulator(width, n_batch, logits.shape[-1], logits)
+        original = OriginalReadout(model, batch)
+        hidden, attention_query, linear, bias, finish = original.fields()
+        before, after, support = original.before, original.after, original.support
+        acc = SoftmaxAccumulator(width, n_batch, original.logits.shape[-1], original.logits)
         t = torch.arange(width, device=mask.device)
         acc.add(slice(None), *(x[(t - radius).clamp_min(0)] for x in before))
         acc.add(slice(None), *(x[(t + radius + 1).clamp_max(width)] for x in after))
