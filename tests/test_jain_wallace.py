@@ -499,6 +499,23 @@ def test_the_adversarial_search_batches_by_its_own_token_budget(planted_dataset)
     assert n_batches("adversarial", fallback) == n_batches("permutation", fallback)
 
 
+def test_a_seed_whose_class_has_no_defined_tau_is_a_dash_not_nan():
+    """A predicted class whose only test instances have no τ (one token, a constant ranking) has no mean τ for that
+    seed: the seeds table says so with a dash, as every other table, not "nan"."""
+    from attnaudit.jain_wallace.tables import seeds_markdown, seeds_table, with_labels
+
+    key = {"dataset": "d", "selection": "best", "variant": "cnn-dot-base", "encoder": "cnn", "attention": "dot"}
+    key |= {"regulariser": "base", "pair": "attention~gradient"}
+    rows = [
+        key | {"seed": seed, "predicted_class": c, "tau_mean": tau}
+        for seed, c, tau in ((0, 0, 0.25), (1, 0, 0.35), (0, 1, np.nan), (1, 1, 0.5))
+    ]
+    frame = with_labels(seeds_table(pd.DataFrame(rows), {}), {"d": ["neg", "pos"]})
+    assert frame["per_seed"].tolist() == ["0.250 0.350", "– 0.500"]
+    text = seeds_markdown(frame)
+    assert "nan" not in text.lower() and "| – 0.500 (s 0 1) | – ± – |" in text
+
+
 def test_a_class_name_is_literal_text_in_the_markdown_tables():
     """Class names come from the user's corpus: HTML, a pipe or a newline in one stays inside its cell."""
     from attnaudit.jain_wallace.tables import seeds_markdown

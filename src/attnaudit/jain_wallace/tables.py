@@ -352,7 +352,7 @@ def seeds_table(correlation: pd.DataFrame, corpora: dict[str, str]) -> pd.DataFr
                 "measure": SEED_MEASURES[info["pair"]],
                 "n_seeds": len(means),
                 "seeds": " ".join(str(int(x)) for x in group["seed"]),
-                "per_seed": " ".join(f"{x:.3f}" for x in means),
+                "per_seed": " ".join(number(x, 3) for x in means),  # –: no instance of the class has a τ
                 "tau_mean_over_seeds": means.mean(),
                 "tau_std_over_seeds": means.std(ddof=1) if len(means) > 1 else np.nan,
                 "tau_min": means.min(),
@@ -368,6 +368,7 @@ def seeds_markdown(frame: pd.DataFrame) -> str:
     return markdown(
         "τ over training seeds and model-selection rules (J&W Table 2 measures)",
         "Each seed's mean τ over the test instances of one predicted class; then mean ± std over seeds. "
+        "– where no test instance of the class has a defined τ (a constant ranking, or fewer than two tokens). "
         "Selection: `best` = the epoch with the best dev score, `last` = the final epoch. J&W: their "
         "additive BiLSTM τ_g/τ_loo (Average τ_g for the average encoder), one run each.",
         ["dataset", "selection", "model", "measure", "class", "per seed", "mean ± std over seeds", "J&W"]
