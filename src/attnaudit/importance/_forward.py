@@ -34,6 +34,15 @@ def check_output(output: str) -> str:
     return output
 
 
+def predicted_class_change(logits: torch.Tensor, altered: torch.Tensor, output: str) -> torch.Tensor:
+    """f_c(x) − f_c(x₋t) ``[T, B]`` for each instance's predicted class c: ``logits`` ``[B, C]`` of the inputs,
+    ``altered`` ``[T, B, C]`` with position t changed (omitted or occluded)."""
+    target = logits.argmax(dim=-1)
+    full = class_scores(logits, output).gather(1, target[:, None]).squeeze(1)
+    changed = class_scores(altered, output)
+    return full[None, :] - changed.gather(2, target[None, :, None].expand(changed.shape[0], -1, 1)).squeeze(2)
+
+
 def class_scores(logits: torch.Tensor, output: str) -> torch.Tensor:
     """``[N, C]`` → ``[N, C]``: the explained quantity f for every class (see module docstring)."""
     if output == "prob":

@@ -16,7 +16,7 @@ Signed: positive = zeroing the word lowers the predicted-class output.
 
 import torch
 
-from attnaudit.importance._forward import check_output, class_scores, row_slices
+from attnaudit.importance._forward import check_output, class_scores, predicted_class_change, row_slices
 from attnaudit.importance.registry import ImportanceMethod, register
 from attnaudit.models import deletions
 
@@ -40,11 +40,7 @@ class Occlusion(ImportanceMethod):
             logits, occluded = model(batch).logits, deletions.local_occlusion_logits(model, batch)
         else:
             return self.reencoded(model, batch)
-        target = logits.argmax(dim=-1)
-        full = class_scores(logits, self.output).gather(1, target[:, None]).squeeze(1)
-        changed = class_scores(occluded, self.output)
-        changed = changed.gather(2, target[None, :, None].expand(changed.shape[0], -1, 1)).squeeze(2)
-        return (full[None, :] - changed).t().masked_fill(~batch.mask, 0.0)
+        return predicted_class_change(logits, occluded, self.output).t().masked_fill(~batch.mask, 0.0)
 
     @torch.no_grad()
     def reencoded(self, model, batch):

@@ -11,7 +11,7 @@ to encode: NaN, as ``loo``.
 
 import torch
 
-from attnaudit.importance._forward import check_output, class_scores
+from attnaudit.importance._forward import check_output, predicted_class_change
 from attnaudit.importance.registry import ImportanceMethod, register
 
 
@@ -35,8 +35,4 @@ class Omission(ImportanceMethod):
         if batch.tokens.shape[1] < 2:  # every instance has one token: nothing is left after a deletion
             return torch.zeros(batch.mask.shape).masked_fill(batch.mask, float("nan"))
         logits, deleted = deletion_outputs(model, batch, self.max_tokens, self.tolerance)
-        target = logits.argmax(dim=-1)
-        full = class_scores(logits, self.output).gather(1, target[:, None]).squeeze(1)
-        omitted = class_scores(deleted, self.output)
-        omitted = omitted.gather(2, target[None, :, None].expand(omitted.shape[0], -1, 1)).squeeze(2)
-        return per_position(full[None, :] - omitted, batch)
+        return per_position(predicted_class_change(logits, deleted, self.output), batch)

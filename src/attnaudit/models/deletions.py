@@ -432,6 +432,14 @@ class OriginalReadout:
     def fields(self) -> tuple:
         return self.hidden, self.attention_query, self.linear, self.bias, self.finish
 
+    def outside_windows(self, t: torch.Tensor, radius: int) -> SoftmaxAccumulator:
+        """A softmax per row t ``[len(t), B]`` holding the original positions before t − ``radius`` and after
+        t + ``radius``: what a change at t within that radius leaves as it was."""
+        acc = SoftmaxAccumulator(len(t), self.logits.shape[1], self.logits.shape[-1], self.logits)
+        acc.add(slice(None), *(x[(t - radius).clamp_min(0)] for x in self.before))
+        acc.add(slice(None), *(x[(t + radius + 1).clamp_max(self.logits.shape[0])] for x in self.after))
+        return acc
+
 
 def local_deletion_logits(model, batch: Batch, first: int, last: int, max_elements: int = 1 << 24) -> torch.Tensor:
     """Logits ``[last − first, B, C]`` with token t deleted (:func:`local_radius` must not be None). With radius
@@ -447,13 +455,10 @@ def local_deletion_logits(model, batch: Batch, first: int, last: int, max_elemen
     with torch.no_grad():
         original = OriginalReadout(model, batch)
         hidden, attention_query, linear, bias, finish = original.fields()
-        before, after, support = original.before, original.after, original.support
         markers = torch.as_tensor(model.attention.markers, dtype=batch.tokens.dtype, device=mask.device)
-        excludes_markers = (mask & ~support).any(dim=1)  # [B]: its markers are outside the support
-        acc = SoftmaxAccumulator(last - first, n_batch, original.logits.shape[-1], original.logits)
+        excludes_markers = (mask & ~original.support).any(dim=1)  # [B]: its markers are outside the support
         t = torch.arange(first, last, device=mask.device)
-        acc.add(slice(None), *(x[(t - radius).clamp_min(0)] for x in before))
-        acc.add(slice(None), *(x[(t + radius + 1).clamp_max(width)] for x in after))
+        acc = original.outside_windows(t, radius)
         if radius:
             span = torch.arange(4 * radius, device=mask.device)
             per = max(1, max_elements // (n_batch * 4 * radius * hidden.shape[-1]))
@@ -494,11 +499,8 @@ def local_occlusion_logits(model, batch: Batch, max_elements: int = 1 << 24) -> 
     with torch.no_grad():
         original = OriginalReadout(model, batch)
         hidden, attention_query, linear, bias, finish = original.fields()
-        before, after, support = original.before, original.after, original.support
-        acc = SoftmaxAccumulator(width, n_batch, original.logits.shape[-1], original.logits)
         t = torch.arange(width, device=mask.device)
-        acc.add(slice(None), *(x[(t - radius).clamp_min(0)] for x in before))
-        acc.add(slice(None), *(x[(t + radius + 1).clamp_max(width)] for x in after))
+        acc = original.outside_windows(t, radius)
         span = torch.arange(4 * radius + 1, device=mask.device)
         per = max(1, max_elements // (n_batch * (4 * radius + 1) * hidden.shape[-1]))
         for start in range(0, width, per):
@@ -516,7 +518,9 @@ def local_occlusion_logits(model, batch: Batch, max_elements: int = 1 << 24) -> 
             window_logits = (states @ linear.t() + bias).view(len(here), n_batch, 2 * radius + 1, -1)
             position = here[:, None] - radius + span[None, : 2 * radius + 1]  # the changed positions [n, 2r + 1]
             real = (position[:, None, :] >= 0) & (position[:, None, :] < lengths[None, :, None])
-            kept = real & support[torch.arange(n_batch)[None, :, None], position.clamp(0, width - 1)[:, None, :]]
+            kept = (
+                real & original.support[torch.arange(n_batch)[None, :, None], position.clamp(0, width - 1)[:, None, :]]
+            )
             window_scores = window_scores.masked_fill(~kept, float("-inf"))
             ones = torch.ones_like(window_scores[..., 0])
             for i in range(2 * radius + 1):
