@@ -19,7 +19,7 @@ from attnaudit.corpora.fetch import mirror_path
 from attnaudit.corpora.readers import without_restated_options
 from attnaudit.corpora.registry import get_spec
 from attnaudit.embeddings.vectors import DEFAULTS as VECTOR_DEFAULTS
-from attnaudit.embeddings.vectors import check_pretrained
+from attnaudit.embeddings.pretrained import check_pretrained
 from attnaudit.explorer.plan import expand_plan
 from attnaudit.io import sha256_file
 from attnaudit.importance.options import check_options
@@ -268,13 +268,14 @@ for _dataset in DATASETS:
             tokenise_options(_dataset),
             config["seed"],
         )
-# pretrained vectors: the file exists and its header gives embeddings.dim, before any job runs; hashed once
+# pretrained vectors: the file exists, is vectors of embeddings.dim (binary if it says so), before any job runs;
+# hashed once
 PRETRAINED_SHA256 = {}
 for _dataset in DATASETS:
     _vectors = pretrained_vectors(_dataset)
     if _vectors:
-        _dim = {**VECTOR_DEFAULTS, **DATASETS[_dataset].get("embeddings", {})}["dim"]
-        check_pretrained(_vectors, _dim, f"datasets.{_dataset}.embeddings")
+        _options = {**VECTOR_DEFAULTS, **DATASETS[_dataset].get("embeddings", {})}
+        check_pretrained(_vectors, _options["dim"], _options["binary"], f"datasets.{_dataset}.embeddings")
         PRETRAINED_SHA256.setdefault(_vectors, sha256_file(_vectors))
 # only the corpora a dataset uses: an entry left in the config for a file since deleted stops nothing
 USED_CORPORA = {corpus_of(dataset) for dataset in DATASETS}

@@ -1,9 +1,13 @@
+import gzip
+import lzma
+import zipfile
+
 import numpy as np
 import pytest
 
 from attnaudit import AttnauditError
 from attnaudit.data import PAD
-from attnaudit.embeddings import aligned_matrix, load_pretrained, run
+from attnaudit.embeddings import aligned_matrix, load_pretrained, run, vectors_format
 from attnaudit.io import read_json
 
 
@@ -21,8 +25,8 @@ def test_trained_vectors_are_deterministic_and_aligned(planted_dataset, tmp_path
 def test_pretrained_text_vectors_and_oov_rows_from_a_seeded_normal(tmp_path):
     path = tmp_path / "vectors.txt"
     path.write_text("2 3\nfilm 1 2 3\ngood 0.5 0.5 0.5\n")
-    vectors = load_pretrained(str(path), binary=False)
     vocab = {PAD: 0, "<unk>": 1, "film": 2, "nope": 3}
+    vectors, _ = load_pretrained(str(path), vocab, 3)
     matrix, coverage = aligned_matrix(vectors, vocab, 3, seed=0)
     np.testing.assert_allclose(matrix[2], [1, 2, 3])
     assert coverage["found"] == 1
@@ -33,16 +37,116 @@ def test_pretrained_text_vectors_and_oov_rows_from_a_seeded_normal(tmp_path):
 def test_bad_pretrained_file_is_a_clear_error(tmp_path):
     path = tmp_path / "broken.txt"
     path.write_text("not a header\n")
-    with pytest.raises(AttnauditError, match="broken.txt"):
-        load_pretrained(str(path), binary=False)
-    vocab = {PAD: 0}
+    with pytest.raises(AttnauditError, match="broken.txt is no vectors file"):
+        load_pretrained(str(path), {PAD: 0}, 3)
     good = tmp_path / "v.txt"
     good.write_text("1 3\nfilm 1 2 3\n")
-    with pytest.raises(AttnauditError, match="dimension 3"):
-        aligned_matrix(load_pretrained(str(good), False), vocab, 300, seed=0)
+    with pytest.raises(AttnauditError, match=r"embeddings.dim is 300 but .* \(word2vec text\) have dimension 3"):
+        load_pretrained(str(good), {PAD: 0}, 300)
 
 
 def test_an_unknown_option_is_named(planted_dataset, tmp_path):
     """The CLI runs without the workflow's schema: a typo in --options stops instead of training the defaults."""
     with pytest.raises(AttnauditError, match=r"^embeddings\.dimm: unknown option; expected one of method, dim"):
         run(str(planted_dataset / "dataset"), str(tmp_path / "out"), {"dimm": 10}, seed=0)
+
+
+# -- user vectors as they are distributed ------------------------------------------------------------------------
+WORDS = ["the", ",", "film", "café", "n't", "<unk>", "good"]
+
+
+def reference_vectors(dim: int = 5):
+    """Vectors written by gensim's own word2vec writer, the reference every layout must read back to."""
+    from gensim.models import KeyedVectors
+
+    vectors = KeyedVectors(dim)
+    rows = np.random.default_rng(0).standard_normal((len(WORDS), dim)).astype(np.float32)
+    rows[2] = 0.0  # a zero vector is binary NUL bytes
+    vectors.add_vectors(WORDS, rows)
+    return vectors
+
+
+def glove(path, vectors, opener=open):
+    """GloVe's text layout: the word2vec text without its header line."""
+    with opener(path, "wt", encoding="utf-8") as handle:
+        for word in vectors.index_to_key:
+            handle.write(word + " " + " ".join(repr(float(x)) for x in vectors[word]) + "\n")
+
+
+def word2vec_c_binary(path, vectors):
+    """word2vec.c's binary layout, which ends every record with a newline (gensim's writer does not)."""
+    with open(path, "wb") as handle:
+        handle.write(f"{len(vectors)} {vectors.vector_size}\n".encode())
+        for word in vectors.index_to_key:
+            handle.write(word.encode() + b" " + vectors[word].astype("<f4").tobytes() + b"\n")
+
+
+LAYOUTS = {
+    "vectors.vec": ("word2vec text", lambda path, v: v.save_word2vec_format(str(path))),
+    "vectors.vec.gz": ("word2vec text", lambda path, v: v.save_word2vec_format(str(path))),
+    "vectors.bin": ("word2vec binary", lambda path, v: v.save_word2vec_format(str(path), binary=True)),
+    "vectors.bin.bz2": ("word2vec binary", lambda path, v: v.save_word2vec_format(str(path), binary=True)),
+    "word2vec_c.bin": ("word2vec binary", word2vec_c_binary),
+    "glove.6B.5d.txt": ("GloVe text", glove),
+    "glove.txt.xz": ("GloVe text", lambda path, v: glove(path, v, lzma.open)),
+}
+
+
+@pytest.mark.parametrize("name", LAYOUTS)
+def test_every_layout_of_vectors_reads_back_what_gensim_wrote(tmp_path, name):
+    """word2vec text and binary (gensim's and word2vec.c's), GloVe without a header, compressed or not: the format
+    is read off the file, and the vocabulary's words come back bit-identical; the rest is not kept."""
+    layout, write = LAYOUTS[name]
+    reference = reference_vectors()
+    write(tmp_path / name, reference)
+    assert str(vectors_format(tmp_path / name)) == layout
+    vocab = {PAD: 0, "film": 1, "café": 2, "good": 3, "<unk>": 4, "unseen": 5}
+    vectors, read = load_pretrained(str(tmp_path / name), vocab, 5)
+    assert str(read) == layout and sorted(vectors.index_to_key) == sorted(["film", "café", "good", "<unk>"])
+    for word in vectors.index_to_key:
+        np.testing.assert_array_equal(vectors[word], reference[word])
+    with pytest.raises(AttnauditError, match=rf"embeddings.binary is {str(not read.binary).lower()} but .*{name}"):
+        load_pretrained(str(tmp_path / name), vocab, 5, binary=not read.binary)
+
+
+def test_glove_words_with_spaces_and_repeated_words(tmp_path):
+    """GloVe 840B has words that hold spaces ('at name@domain.com'), which gensim's reader rejects: such a line is
+    never a token's and is passed over; a repeated word keeps its first vector, as gensim does."""
+    path = tmp_path / "glove.840B.3d.txt"
+    path.write_text("the 1 2 3\nat name@domain.com 9 9 9\nat 4 5 6\nthe 7 8 9\n. . . 0.5 0.5 0.5\n")
+    vectors, layout = load_pretrained(str(path), {"the": 0, "at": 1, ".": 2}, 3)
+    assert (layout.header, layout.dim) == (False, 3)
+    assert vectors.index_to_key == ["the", "at"]
+    np.testing.assert_array_equal(vectors["at"], [4, 5, 6])
+    np.testing.assert_array_equal(vectors["the"], [1, 2, 3])
+    path.write_text("the 1 2 3\nof 1 1 1\nat 4 5\n")
+    with pytest.raises(AttnauditError, match=r"line 3: 'at' has no 3 numbers"):
+        load_pretrained(str(path), {"the": 0, "at": 1}, 3)
+
+
+def test_vectors_files_that_are_something_else_say_what_they_are(tmp_path):
+    reference = reference_vectors()
+    text = tmp_path / "wiki-news-300d-1M.vec"
+    reference.save_word2vec_format(str(text))
+    archive = tmp_path / "wiki-news-300d-1M.vec.zip"
+    with zipfile.ZipFile(archive, "w") as handle:
+        handle.write(text, text.name)
+    with pytest.raises(AttnauditError, match=r"is a zip archive \(wiki-news-300d-1M.vec\); unzip it"):
+        vectors_format(archive)
+    unnamed = tmp_path / "vectors.txt"
+    unnamed.write_bytes(gzip.compress(text.read_bytes()))
+    with pytest.raises(AttnauditError, match="vectors.txt is gzip-compressed; name it with the suffix .gz"):
+        vectors_format(unnamed)
+    model = tmp_path / "cc.en.300.bin"
+    model.write_bytes((793712314).to_bytes(4, "little") + (12).to_bytes(4, "little") + bytes(64))
+    with pytest.raises(AttnauditError, match=r"cc.en.300.bin is a fastText model \(.bin\), not word vectors"):
+        vectors_format(model)
+    binary = tmp_path / "vectors.bin"
+    reference.save_word2vec_format(str(binary), binary=True)
+    binary.write_bytes(binary.read_bytes()[:-7])
+    with pytest.raises(AttnauditError, match=rf"vectors.bin ends after 6 of the {len(WORDS)} vectors"):
+        load_pretrained(str(binary), {"good": 0}, 5)
+    broken = tmp_path / "broken.vec"
+    broken.write_text("2 5\nthe 1 2 3\n")
+    with pytest.raises(AttnauditError, match="first vector is neither 5 numbers in text nor 5 binary floats"):
+        vectors_format(broken)

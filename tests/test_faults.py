@@ -4,6 +4,7 @@ any expensive job where the config can know it, and leave nothing half-written; 
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 import os
 import signal
@@ -249,22 +250,26 @@ def test_a_large_corpus_copied_back_or_its_entry_written_out_reruns_nothing(tmp_
 
 
 def write_vectors(path: Path, dim: int, scale: float = 1.0) -> Path:
-    """A word2vec text file (header ``<words> <dim>``) for the words of :func:`write_corpus`."""
+    """GloVe vectors (no header line), gzip-compressed, for the words of :func:`write_corpus`."""
     rows = [f"{word} " + " ".join(f"{scale * (i + j) / 10:.3f}" for j in range(dim)) for i, word in enumerate(WORDS)]
-    path.write_text(f"{len(WORDS)} {dim}\n" + "\n".join(rows) + "\n")
+    path.write_bytes(gzip.compress(("\n".join(rows) + "\n").encode(), mtime=0))
     return path
 
 
 def test_pretrained_vectors_are_checked_and_an_input(tmp_path):
-    """A missing vectors file, or one whose dimension is not the config's, stops the dry run naming the key;
-    the file is an input of the embeddings job (with its sha256), so replacing it reruns what depends on it."""
+    """A missing vectors file, one whose dimension is not the config's or one that is not binary as the config
+    says stops the dry run naming the key; the file is an input of the embeddings job (with its sha256), so
+    replacing it reruns what depends on it."""
     corpus = write_corpus(tmp_path / "mine.csv", ["pos", "neg"] * 30)
     cfg = user_config(corpus)
-    cfg["datasets"]["mine"]["embeddings"] = {"pretrained": str(tmp_path / "vectors.txt"), "dim": 4}
+    cfg["datasets"]["mine"]["embeddings"] = {"pretrained": str(tmp_path / "glove.txt.gz"), "dim": 4}
     assert "datasets.mine.embeddings.pretrained: no file" in said(dry_run(tmp_path, cfg))
-    vectors = write_vectors(tmp_path / "vectors.txt", 6)
+    vectors = write_vectors(tmp_path / "glove.txt.gz", 6)
     assert "datasets.mine.embeddings.dim is 4 but the vectors in" in said(dry_run(tmp_path, cfg))
     write_vectors(vectors, 4)
+    cfg["datasets"]["mine"]["embeddings"]["binary"] = True
+    assert "datasets.mine.embeddings.binary is true but" in said(dry_run(tmp_path, cfg))
+    del cfg["datasets"]["mine"]["embeddings"]["binary"]
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump(cfg))
     target = "results/embeddings/mine/matrix.npy"

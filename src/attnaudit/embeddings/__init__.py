@@ -1,17 +1,12 @@
 """Embeddings stage: gensim Word2Vec/FastText on the train split, or user vectors, aligned to the vocabulary; the
-logic is in :mod:`.vectors`."""
+logic is in :mod:`.vectors`, the reading of a user's vectors file in :mod:`.pretrained`."""
 
 from __future__ import annotations
 
 import json
 
-from attnaudit.embeddings.vectors import (  # noqa: F401 (the stage's API)
-    DEFAULTS,
-    aligned_matrix,
-    load_pretrained,
-    run,
-    train_vectors,
-)
+from attnaudit.embeddings.pretrained import check_pretrained, load_pretrained, vectors_format  # noqa: F401
+from attnaudit.embeddings.vectors import DEFAULTS, aligned_matrix, run, train_vectors  # noqa: F401 (the API)
 
 
 def add_cli(subparsers) -> None:

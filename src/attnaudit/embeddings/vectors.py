@@ -2,8 +2,9 @@
 
 J&W initialised words from pretrained FastText/GloVe vectors; those can't be downloaded here, so by default
 we train gensim Word2Vec (or FastText) on the dataset's own train split — deterministic: seeded, one worker.
-A user-supplied vectors file (word2vec text or binary) can be given instead. Either way, vocabulary words the
-vectors lack are drawn from N(0, 1) with a seed (J&W App. A) and ``<pad>`` is zero; coverage is reported.
+A user-supplied vectors file (word2vec text or binary, GloVe; :mod:`.pretrained`) can be given instead. Either
+way, vocabulary words the vectors lack are drawn from N(0, 1) with a seed (J&W App. A) and ``<pad>`` is zero;
+coverage is reported.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from attnaudit import AttnauditError
-from attnaudit.io import atomic_path, merged_options, sha256_file, write_json
+from attnaudit.embeddings.pretrained import load_pretrained
+from attnaudit.io import atomic_path, merged_options, write_json
 from attnaudit.specials import PAD
 
 log = logging.getLogger(__name__)
@@ -27,7 +29,7 @@ DEFAULTS = {
     "epochs": 30,
     "sg": 1,
     "pretrained": None,
-    "binary": False,
+    "binary": None,  # None: read from the file
     "pretrained_sha256": None,  # set by the workflow: the vectors file's hash when it planned the job
 }
 
@@ -52,41 +54,6 @@ def train_vectors(sentences: list[list[str]], options: dict, seed: int):
     return model.wv
 
 
-def check_pretrained(path: str, dim: int, where: str) -> None:
-    """Before any job runs: the vectors file ``path`` exists and its word2vec header (``<words> <dim>``, the first
-    line of the text and the binary format alike) gives the dimension the config asks for."""
-    file = Path(path)
-    if not file.is_file():
-        raise AttnauditError(f"{where}.pretrained: {'is a directory' if file.is_dir() else 'no file'} {path}")
-    with file.open("rb") as handle:
-        header = handle.readline(200).split()
-    if len(header) != 2 or not all(part.isdigit() for part in header):
-        raise AttnauditError(
-            f"{where}.pretrained: {path} has no word2vec header (its first line should be '<words> <dimension>'; "
-            "GloVe files lack it: add it, or convert them with gensim's glove2word2vec)"
-        )
-    if int(header[1]) != dim:
-        raise AttnauditError(f"{where}.dim is {dim} but the vectors in {path} have dimension {int(header[1])}")
-
-
-def load_pretrained(path: str, binary: bool, sha256: str | None = None):
-    from gensim.models import KeyedVectors
-
-    if not Path(path).exists():
-        raise AttnauditError(f"embeddings.pretrained: file {path} does not exist")
-    if sha256 and sha256_file(path) != sha256:
-        raise AttnauditError(
-            f"embeddings.pretrained: {path} changed after the workflow was planned; rerun the same command so that "
-            "everything depending on it is redone"
-        )
-    try:
-        return KeyedVectors.load_word2vec_format(path, binary=binary, unicode_errors="ignore")
-    except (ValueError, UnicodeDecodeError, EOFError) as err:
-        raise AttnauditError(
-            f"embeddings.pretrained: {path} is not a word2vec {'binary' if binary else 'text'} vectors file ({err})"
-        ) from err
-
-
 def aligned_matrix(vectors, vocab: dict[str, int], dim: int, seed: int) -> tuple[np.ndarray, dict]:
     """Rows in vocabulary order; missing words ~ N(0, 1) (seeded); ``<pad>`` = 0."""
     if vectors.vector_size != dim:
@@ -109,9 +76,13 @@ def run(dataset_dir: str, out_dir: str, options: dict, seed: int) -> dict:
     options = merged_options("embeddings", DEFAULTS, options)
     examples, vocab = load_examples(dataset_dir)
     if options["pretrained"]:
-        vectors = load_pretrained(options["pretrained"], options["binary"], options["pretrained_sha256"])
+        vectors, layout = load_pretrained(
+            options["pretrained"], vocab, options["dim"], options["binary"], options["pretrained_sha256"]
+        )
+        source = {"format": str(layout)}
     else:
         vectors = train_vectors(examples.loc[examples["split"] == "train", "tokens"].map(list).tolist(), options, seed)
+        source = {"format": f"trained {options['method']}"}
     matrix, coverage = aligned_matrix(vectors, vocab, options["dim"], seed)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -119,7 +90,7 @@ def run(dataset_dir: str, out_dir: str, options: dict, seed: int) -> dict:
         vectors.save(str(tmp), separately=[])  # one file, so the rename is atomic
     with atomic_path(out / "matrix.npy") as tmp, open(tmp, "wb") as handle:
         np.save(handle, matrix)
-    write_json(out / "coverage.json", {**coverage, "options": options, "seed": seed})
+    write_json(out / "coverage.json", {**coverage, **source, "options": options, "seed": seed})
     log.info(
         "embeddings: %d/%d vocabulary words covered (%.1f%%)",
         coverage["found"],

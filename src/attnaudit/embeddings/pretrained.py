@@ -1,0 +1,194 @@
+"""User-supplied word vectors as they are distributed (J&W Appendix A initialise from FastText/GloVe vectors).
+
+Read: word2vec text (fastText's ``.vec``), word2vec binary (``GoogleNews-vectors-negative300.bin``) and GloVe
+text, which has no ``<words> <dimension>`` header line, each also compressed (``.gz``, ``.bz2``, ``.xz``, ...: as
+smart_open, gensim's file layer, opens them). The format is read from the file's first bytes; ``binary``, if the
+config gives it, is checked against it. What cannot be read says what the file is: a zip archive (GloVe and
+fastText ship zips) names its members; fastText's own ``.bin`` model points to its ``.vec``.
+
+Written by hand rather than with gensim's ``load_word2vec_format``, which builds the matrix of every word in the
+file (GoogleNews: 3M × 300 floats, 3.6 GB) and rejects GloVe 840B's lines whose word holds a space: one pass keeps
+the vocabulary's words only and parses no other line's numbers.
+"""
+
+from __future__ import annotations
+
+import gzip
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from attnaudit import AttnauditError
+from attnaudit.io import sha256_file
+
+#: the first int32 of a fastText model file (``FASTTEXT_FILEFORMAT_MAGIC_INT32`` in fastText's source)
+FASTTEXT_MAGIC = (793712314).to_bytes(4, "little")
+HEAD_BYTES = 1 << 16  # enough for a header and a 300-d first vector in either format
+SAMPLE_LINES = 10  # GloVe: its dimension is the most common count of numbers on these lines (a tie: the first's)
+TEXT_BYTES = frozenset(range(0x20, 0x7F)) | {0x09, 0x0A, 0x0D}  # what text vectors are written in
+
+
+@dataclass(frozen=True)
+class VectorsFormat:
+    """How a vectors file is laid out: word2vec ``header`` line or none (GloVe), ``binary`` floats or text."""
+
+    binary: bool
+    header: bool
+    dim: int
+
+    def __str__(self) -> str:
+        return "GloVe text" if not self.header else f"word2vec {'binary' if self.binary else 'text'}"
+
+
+def _opened(path: str | Path):
+    from smart_open import open as smart_open
+
+    return smart_open(str(path), "rb")
+
+
+def _floats(fields: list[bytes]) -> bool:
+    try:
+        np.array(fields, dtype=np.float64)
+    except ValueError:
+        return False
+    return True
+
+
+def _head(path: Path, where: str) -> bytes:
+    """The file's first bytes, decompressed as gensim would read them; a zip or an unnamed compression says so."""
+    with path.open("rb") as handle:
+        magic = handle.read(4)
+    if magic.startswith(b"PK\x03\x04"):
+        with zipfile.ZipFile(path) as archive:
+            members = [name for name in archive.namelist() if not name.endswith("/")]
+        listed = ", ".join(members[:5]) + (f" and {len(members) - 5} more" if len(members) > 5 else "")
+        raise AttnauditError(f"{where}.pretrained: {path} is a zip archive ({listed}); unzip it and name one file")
+    if magic.startswith(b"\x1f\x8b") and path.suffix != ".gz":
+        raise AttnauditError(f"{where}.pretrained: {path} is gzip-compressed; name it with the suffix .gz")
+    try:
+        with _opened(path) as handle:
+            head = handle.read(HEAD_BYTES)
+    except (OSError, EOFError, gzip.BadGzipFile) as err:
+        raise AttnauditError(f"{where}.pretrained: {path} cannot be decompressed ({err})") from err
+    if head.startswith(FASTTEXT_MAGIC):
+        raise AttnauditError(
+            f"{where}.pretrained: {path} is a fastText model (.bin), not word vectors; give the .vec file "
+            "fastText distributes beside it (word2vec text)"
+        )
+    return head
+
+
+def vectors_format(path: str | Path, where: str = "embeddings") -> VectorsFormat:
+    """The layout of the vectors file at ``path``, from its first bytes; an error naming ``where`` and the file
+    says what it is when it is no vectors file."""
+    path = Path(path)
+    head = _head(path, where)
+    lines = head.split(b"\n")
+    first = lines[0].split()
+    if len(first) == 2 and all(part.isdigit() for part in first):
+        dim = int(first[1])
+        record = head[len(lines[0]) + 1 :]
+        text_fields = record.split(b"\n", 1)[0].rstrip().split(b" ")
+        if len(text_fields) == dim + 1 and _floats(text_fields[1:]):
+            return VectorsFormat(binary=False, header=True, dim=dim)
+        floats = record[record.find(b" ") + 1 :][: 4 * dim]
+        if b" " in record and len(floats) == 4 * dim and not all(byte in TEXT_BYTES for byte in floats):
+            return VectorsFormat(binary=True, header=True, dim=dim)
+        raise AttnauditError(
+            f"{where}.pretrained: {path} has the word2vec header '{lines[0].decode(errors='replace')}' but its first "
+            f"vector is neither {dim} numbers in text nor {dim} binary floats"
+        )
+    complete = [line.rstrip().split(b" ") for line in lines[:-1][:SAMPLE_LINES]] or [lines[0].rstrip().split(b" ")]
+    if any(len(fields) < 2 or not _floats(fields[1:]) for fields in complete[:1]):
+        raise AttnauditError(
+            f"{where}.pretrained: {path} is no vectors file: its first line is neither a word2vec header "
+            "('<words> <dimension>') nor a word followed by numbers (GloVe)"
+        )
+    sizes = [len(fields) - 1 for fields in complete]
+    return VectorsFormat(binary=False, header=False, dim=max(sizes, key=sizes.count))
+
+
+def check_pretrained(path: str, dim: int, binary: bool | None, where: str) -> VectorsFormat:
+    """Before any job runs: the vectors file ``path`` exists, is vectors in a format this reads, has the
+    dimension the config asks for, and is binary or text as ``binary`` says (``None``: whatever it is)."""
+    file = Path(path)
+    if not file.is_file():
+        raise AttnauditError(f"{where}.pretrained: {'is a directory' if file.is_dir() else 'no file'} {path}")
+    layout = vectors_format(file, where)
+    if layout.dim != dim:
+        raise AttnauditError(f"{where}.dim is {dim} but the vectors in {path} ({layout}) have dimension {layout.dim}")
+    if binary is not None and binary != layout.binary:
+        raise AttnauditError(
+            f"{where}.binary is {str(binary).lower()} but {path} is {layout}; leave binary out (the file says) "
+            f"or set it to {str(layout.binary).lower()}"
+        )
+    return layout
+
+
+def _text_records(handle, layout: VectorsFormat, wanted: dict[bytes, str], path: Path):
+    """(word, vector) of the wanted words of a text file; no other line's numbers are parsed. A word holding a
+    space (GloVe 840B has some) is never a token, so its line is passed over."""
+    if layout.header:
+        handle.readline()
+    for number, line in enumerate(handle, start=2 if layout.header else 1):
+        key = line.partition(b" ")[0]
+        word = wanted.get(key)
+        if word is None:
+            continue
+        fields = line.rstrip().rsplit(b" ", layout.dim)
+        if fields[0] != key:
+            continue
+        if len(fields) != layout.dim + 1 or not _floats(fields[1:]):
+            raise AttnauditError(f"embeddings.pretrained: {path} line {number}: {word!r} has no {layout.dim} numbers")
+        yield word, np.array(fields[1:], dtype=np.float32)
+
+
+def _binary_records(handle, layout: VectorsFormat, wanted: dict[bytes, str], path: Path):
+    """(word, vector) of the wanted words of a word2vec binary file: ``<word> `` then ``dim`` float32 per record
+    (word2vec.c ends a record with a newline, gensim does not)."""
+    words = int(handle.readline().split()[0])
+    width = 4 * layout.dim
+    buffer, at = b"", 0
+    for record in range(words):
+        while (end := buffer.find(b" ", at)) < 0 or len(buffer) < end + 1 + width:
+            block = handle.read(1 << 20)
+            if not block:
+                raise AttnauditError(
+                    f"embeddings.pretrained: {path} ends after {record} of the {words} vectors its header announces"
+                )
+            buffer, at = buffer[at:] + block, 0
+        word = wanted.get(buffer[at:end].lstrip(b"\n"))
+        if word is not None:
+            yield word, np.frombuffer(buffer, dtype="<f4", count=layout.dim, offset=end + 1).copy()
+        at = end + 1 + width
+
+
+def load_pretrained(path: str, words, dim: int, binary: bool | None = None, sha256: str | None = None):
+    """gensim KeyedVectors of the ``words`` the vectors file at ``path`` has (a repeated word: its first vector),
+    read in one pass, and the file's :class:`VectorsFormat`; ``sha256``, given by the workflow when it planned
+    the job, must still be the file's."""
+    from gensim.models import KeyedVectors
+
+    if not Path(path).exists():
+        raise AttnauditError(f"embeddings.pretrained: file {path} does not exist")
+    if sha256 and sha256_file(path) != sha256:
+        raise AttnauditError(
+            f"embeddings.pretrained: {path} changed after the workflow was planned; rerun the same command so that "
+            "everything depending on it is redone"
+        )
+    layout = check_pretrained(path, dim, binary, "embeddings")
+    wanted = {word.encode("utf-8"): word for word in words}
+    records = _binary_records if layout.binary else _text_records
+    found: dict[str, np.ndarray] = {}
+    try:
+        with _opened(path) as handle:
+            for word, vector in records(handle, layout, wanted, Path(path)):
+                found.setdefault(word, vector)
+    except (OSError, EOFError) as err:
+        raise AttnauditError(f"embeddings.pretrained: {path} cannot be read to its end ({err})") from err
+    vectors = KeyedVectors(layout.dim)
+    if found:
+        vectors.add_vectors(list(found), np.stack(list(found.values())))
+    return vectors, layout
