@@ -20,7 +20,7 @@ import pytest
 import torch
 import yaml
 from conftest import SNAKEMAKE, snakemake
-from test_config import dry_run
+from test_config import dry_run, shell_commands
 
 from attnaudit import AttnauditError
 from attnaudit.data import load_examples
@@ -109,6 +109,27 @@ def test_a_label_column_of_free_text_says_so_in_a_message_of_bounded_length(tmp_
     assert "corpora.user.mine" in message and "400 of the 400 classes have fewer than three examples" in message
     assert "does the label column hold class labels?" in message and "… and" in message
     assert len(message) < 2000, message
+
+
+def test_a_user_nli_corpus_plans_jws_qa_models_and_no_stage_that_needs_a_classifier(tmp_path):
+    """With ``query_column`` a user corpus is QA/NLI (J&W §3): its models are J&W's QA model (the train job reads
+    the QA decoder's width, which a classifier's does not), and listing it for W&P, whose adversaries imitate a
+    classifier, stops the dry run naming the key."""
+    rng = np.random.default_rng(0)
+    path = tmp_path / "nli.csv"
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["premise", "hypothesis", "gold"])
+        for label in ["entailment", "neutral", "contradiction"] * 20:
+            writer.writerow([" ".join(rng.choice(WORDS, size=6)), " ".join(rng.choice(WORDS, size=3)), label])
+    cfg = user_config(path, text_column="premise", query_column="hypothesis", label_column="gold")
+    cfg["datasets"]["mine"]["train"] = {"decoder_hidden": 17}
+    assert '"decoder_hidden": 17' in " ".join(shell_commands(tmp_path, cfg, "train"))
+    del cfg["corpora"]["user"]["mine"]["query_column"]
+    assert '"decoder_hidden"' not in " ".join(shell_commands(tmp_path, cfg, "train"))
+    cfg["corpora"]["user"]["mine"]["query_column"] = "hypothesis"
+    cfg["wiegreffe_pinter"] = {"datasets": ["mine"]}
+    assert "config wiegreffe_pinter.datasets: ['mine'] are QA/NLI datasets" in said(dry_run(tmp_path, cfg))
 
 
 def test_a_user_tsv_gives_the_documents_of_the_same_rows_as_csv(tmp_path):

@@ -624,3 +624,34 @@ def test_babi_from_the_mirror_has_jws_counts(name, tmp_path):
     assert frame["split"].value_counts().to_dict() == {"train": 8500, "dev": 1500, "test": 1000}
     assert all(f["verified"] == "pinned sha256" for f in manifest["files"])
     assert manifest["reader"]["questions"]["train"]["answer_not_in_story"] == 0
+
+
+@pytest.mark.skipif(_mirror() is None, reason="no corpus mirror")
+def test_a_user_qa_corpus_is_the_builtin_babi_it_was_written_from(tmp_path):
+    """``query_column`` makes a user corpus QA/NLI (J&W §3): bAbI task 1 written out as a CSV (story, question,
+    answer, split, id) reads and tokenises to the very documents and examples of the built-in corpus."""
+    from attnaudit.corpora.registry import user_spec
+
+    builtin, manifest = build_corpus("babi1", mirror=_mirror(), raw_dir=tmp_path / "raw")
+    names = manifest["label_names"]
+    path = tmp_path / "babi1.csv"
+    written = builtin.assign(answer=[names[label] for label in builtin["label"]]).drop(columns="label")
+    written.rename(columns={"text": "story", "query": "question"}).to_csv(path, index=False)
+    entry = {"path": str(path), "text_column": "story", "query_column": "question", "label_column": "answer"}
+    entry.update(split_column="split", id_column="id", label_names=names)
+    assert user_spec("mine", entry).query and not user_spec("mine", {**entry, "query_column": None}).query
+    documents, _ = readers.read_user("mine", entry)
+    pd.testing.assert_frame_equal(documents, builtin)
+    examples, vocab, _ = tokenise_documents(documents, {}, seed=0)
+    expected, expected_vocab, _ = tokenise_documents(builtin, {}, seed=0)
+    pd.testing.assert_frame_equal(examples, expected)
+    assert vocab == expected_vocab and "query_tokens" in examples
+    records = written.rename(columns={"text": "story", "query": "question"}).head(10).to_dict("records")
+    records[5]["question"] = 7
+    path.with_suffix(".jsonl").write_text("".join(json.dumps(record) + "\n" for record in records))
+    with pytest.raises(AttnauditError, match=r"babi1.jsonl:6: column 'question' must be text, found int"):
+        readers.read_user("mine", {**entry, "path": str(path.with_suffix(".jsonl"))})
+    with pytest.raises(AttnauditError, match="text_column and query_column both name the column 'story'"):
+        user_spec("mine", {**entry, "query_column": "story"})
+    with pytest.raises(AttnauditError, match=r"has no column 'hypothesis' \(corpora.user.mine.query_column"):
+        readers.read_user("mine", {**entry, "query_column": "hypothesis"})

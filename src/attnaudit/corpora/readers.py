@@ -454,6 +454,7 @@ USER_KEYS = {
     "format",
     "text_column",
     "label_column",
+    "query_column",
     "split_column",
     "id_column",
     "label_names",
@@ -644,7 +645,7 @@ def without_restated_options(entry: dict) -> dict:
     suffix says, no split or id column, UTF-8 — so that writing them out changes no job's parameters."""
 
     def restated(key: str, value: Any) -> bool:
-        if key in ("split_column", "id_column"):
+        if key in ("query_column", "split_column", "id_column"):
             return value is None
         if key == "format":
             return value == _format_of_suffix(entry.get("path", ""))
@@ -681,11 +682,21 @@ def user_id(value: Any, at: str, column: str) -> str:
     return id_text
 
 
+def user_text(record: dict, column: str, at: str) -> str:
+    """The text in ``column`` of a user record ('' for an empty or null cell), valid Unicode."""
+    text = record[column]
+    if text is not None and not isinstance(text, str):
+        raise AttnauditError(f"{at}: column {column!r} must be text, found {type(text).__name__}")
+    valid_unicode(text or "", at, column)
+    return text or ""
+
+
 def distinct_columns(name: str, config: dict) -> None:
-    """Each of ``text_column``, ``label_column``, ``split_column`` and ``id_column`` names a column of its own:
-    a text read as its label trains one class per document, which no later check would name as the cause."""
+    """Each of ``text_column``, ``label_column``, ``query_column``, ``split_column`` and ``id_column`` names a
+    column of its own: a text read as its label trains one class per document, which no later check would name as
+    the cause."""
     named: dict[str, str] = {}
-    for option in ("text_column", "label_column", "split_column", "id_column"):
+    for option in ("text_column", "label_column", "query_column", "split_column", "id_column"):
         column = config.get(option)
         if column is None:
             continue
@@ -699,11 +710,13 @@ def distinct_columns(name: str, config: dict) -> None:
 
 def read_user(name: str, config: dict) -> tuple[pd.DataFrame, dict]:
     """A user's own CSV/TSV/JSONL corpus declared in config: ``{path, format, text_column,
-    label_column, split_column?, id_column?, label_names?, encoding?}``.
+    label_column, query_column?, split_column?, id_column?, label_names?, encoding?}``.
 
-    Without ``split_column`` every row gets split "all" (the tokeniser makes seeded stratified splits).
-    Empty texts are kept (the tokeniser drops and counts them). The file's sha256 is recorded and, when the
-    workflow passes the hash it planned with (``sha256``), checked.
+    With ``query_column`` the corpus is QA/NLI (J&W §3): the documents carry the query (question, hypothesis)
+    beside the passage or premise in ``text``, which is what attention weighs. Without ``split_column`` every row
+    gets split "all" (the tokeniser makes seeded stratified splits). Empty texts and queries are kept (the
+    tokeniser drops and counts them). The file's sha256 is recorded and, when the workflow passes the hash it
+    planned with (``sha256``), checked.
     """
     path = Path(config["path"]).expanduser()
     fmt, encoding = user_format(name, config), config.get("encoding") or "utf-8"  # a directory stops here
@@ -712,10 +725,16 @@ def read_user(name: str, config: dict) -> tuple[pd.DataFrame, dict]:
             f"corpora.user.{name}.path: file {path} does not exist (relative paths are relative to the working "
             f"directory, {Path.cwd()})"
         )
-    text_col, label_col = config["text_column"], config["label_column"]
+    text_col, label_col, query_col = config["text_column"], config["label_column"], config.get("query_column")
     split_col, id_col = config.get("split_column"), config.get("id_column")
-    columns = {"text_column": text_col, "label_column": label_col, "split_column": split_col, "id_column": id_col}
-    texts, values, splits, ids, where = [], [], [], [], []
+    columns = {
+        "text_column": text_col,
+        "label_column": label_col,
+        "query_column": query_col,
+        "split_column": split_col,
+        "id_column": id_col,
+    }
+    texts, queries, values, splits, ids, where = [], [], [], [], [], []
     for n, (line, record) in enumerate(_user_records(path, fmt, encoding)):
         at = f"{path}:{line}"
         for option, key in columns.items():
@@ -728,10 +747,9 @@ def read_user(name: str, config: dict) -> tuple[pd.DataFrame, dict]:
         label = checked_label(record[label_col], at, label_col, config.get("label_names"))
         if isinstance(label, str):
             valid_unicode(label, at, label_col)
-        text = record[text_col]
-        if text is not None and not isinstance(text, str):
-            raise AttnauditError(f"{at}: column {text_col!r} must be text, found {type(text).__name__}")
-        valid_unicode(text or "", at, text_col)
+        text = user_text(record, text_col, at)
+        if query_col is not None:
+            queries.append(user_text(record, query_col, at))
         split = "all"
         if split_col is not None:
             split = str(record[split_col]).strip()
@@ -742,7 +760,7 @@ def read_user(name: str, config: dict) -> tuple[pd.DataFrame, dict]:
                     "expected one of train/dev/test (or omit split_column)"
                     + (f"; for {split!r} write {meant!r} throughout the file" if meant else "")
                 )
-        texts.append(text or "")
+        texts.append(text)
         values.append(label.strip() if isinstance(label, str) else label)
         splits.append(split)
         ids.append(user_id(record[id_col], at, id_col) if id_col is not None else f"{name}-{n:06d}")
@@ -753,7 +771,11 @@ def read_user(name: str, config: dict) -> tuple[pd.DataFrame, dict]:
         dupes = sorted(pd.Series(ids)[pd.Series(ids).duplicated()].unique())[:5]
         raise AttnauditError(f"{path}: id_column {id_col!r} has duplicate ids, e.g. {dupes}")
     label_names, labels = _label_mapping(values, config.get("label_names"), where, f"corpora.user.{name}.label_names")
-    frame = _frame([{"id": i, "split": s, "label": lab, "text": t} for i, s, lab, t in zip(ids, splits, labels, texts)])
+    rows = [{"id": i, "split": s, "label": lab, "text": t} for i, s, lab, t in zip(ids, splits, labels, texts)]
+    if query_col is None:
+        frame = _frame(rows)
+    else:
+        frame = _frame([{**row, "query": query} for row, query in zip(rows, queries)], extra=("query",))
     mapping = {}
     for value, label in zip(values, labels):
         mapping.setdefault(str(value), label)

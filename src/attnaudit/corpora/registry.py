@@ -353,6 +353,7 @@ def user_spec(name: str, config: Any) -> CorpusSpec:
         reader=lambda root, options, seed: readers.read_user(name, config),
         label_names=tuple(str(n) for n in config.get("label_names") or ()),
         defaults={**base, **extra},
+        query=bool(config.get("query_column")),
     )
 
 

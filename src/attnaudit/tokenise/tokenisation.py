@@ -381,8 +381,9 @@ def abridged(items: list | dict, shown: int = 10) -> str:
 
 def check_user_dataset(dataset: str, corpus: str, entry: dict, options: dict, seed: int) -> None:
     """Before any job runs: the user corpus ``corpus`` (``corpora.user.<corpus>``) can be read and split into
-    train/dev/test with every class of the corpus in each split, as :func:`tokenise_documents` will split it once
-    ``max_examples`` has sliced it and empty documents are dropped (its length filters aside)."""
+    train/dev/test with every class of the corpus in each split (of a QA/NLI corpus, two classes and every split
+    non-empty), as :func:`tokenise_documents` will split it once ``max_examples`` has sliced it and empty
+    documents are dropped (its length filters aside)."""
     from attnaudit.corpora.readers import read_user
 
     documents, info = read_user(corpus, entry)
@@ -396,10 +397,13 @@ def check_user_dataset(dataset: str, corpus: str, entry: dict, options: dict, se
         )
     options = {**DEFAULTS, **options}
     documents = quick_slice(documents.reset_index(drop=True), options["max_examples"], seed)
+    query = "query" in documents.columns
     blank = documents["text"].map(lambda text: not clean_text(text).translate(_NO_JOINERS).strip())
-    documents = documents[~blank]  # the tokeniser drops documents without tokens
+    if query:
+        blank |= documents["query"].map(lambda text: not clean_text(text).translate(_NO_JOINERS).strip())
+    documents = documents[~blank]  # the tokeniser drops documents (and queries) without tokens
     try:
-        check_splits(assign_splits(documents, options, seed), where, True, info["label_names"])
+        check_splits(assign_splits(documents, options, seed), where, not query, info["label_names"])
     except AttnauditError as err:
         sliced = options["max_examples"] and f" (of the {len(documents)} documents tokenise.max_examples keeps)"
         raise named_error(err, where, sliced or "") from err
