@@ -667,6 +667,11 @@ def test_user_jsonl_lines_end_only_at_newlines(tmp_path):
         ("c.csv", "text,label\na,pos\nb,neg\nc,Pos\n", "c.csv:4: label 'Pos' differs only in case from 'pos'"),
         ("b.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": true}\n', "b.jsonl:2: label true/false in a"),
         (
+            "h.csv",
+            "text,label\n" + "a,0\nb,1\nc,2\n" * 20 + "d,-1\n",
+            "h.csv:62: label -1 on 1 of 61 rows, beside the classes 0–2: Hugging Face datasets write -1 for an",
+        ),
+        (
             "j.json",
             '[{"text": "a", "label": 1}]\n',
             "j.json:1: expected one JSON object per line (JSON Lines), found a",
@@ -688,6 +693,11 @@ def test_user_labels_listed_in_label_names_are_classes_whatever_they_look_like(t
     assert frame["label"].tolist() == [2, 1, 0, 2] and manifest["label_names"] == ["pos", "Pos", "NA"]
     cfg = _user(tmp_path, "i.csv", "text,label\na,2\nb,0\n", label_names=[2, 0])  # integers, as the file has them
     assert build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)[0]["label"].tolist() == [0, 1]
+    three_way = "text,label\n" + "a,-1\nb,0\nc,1\n" * 20  # sentiment -1/0/1: -1 is a class, not a rare marker
+    frame, manifest = build_corpus("mine", raw_dir=tmp_path, user_corpora=_user(tmp_path, "s.csv", three_way))
+    assert manifest["label_names"] == ["-1", "0", "1"] and frame["label"].tolist()[:3] == [0, 1, 2]
+    cfg = _user(tmp_path, "h.csv", "text,label\n" + "a,0\nb,1\n" * 30 + "c,-1\n", label_names=["-1", "0", "1"])
+    assert build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)[0]["label"].tolist()[-3:] == [1, 2, 0]
     booleans = '{"text": "a", "label": true}\n{"text": "b", "label": false}\n'
     frame, manifest = build_corpus("mine", raw_dir=tmp_path, user_corpora=_user(tmp_path, "t.jsonl", booleans))
     assert manifest["label_names"] == ["false", "true"] and frame["label"].tolist() == [1, 0]

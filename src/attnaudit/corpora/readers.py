@@ -588,11 +588,26 @@ def _label_mapping(
     ]
     _check_case_variants(keys, where, key)
     if all(i is not None for i in ints):
+        _check_unlabelled_marker(ints, where, key)
         uniques = [str(i) for i in sorted(set(ints))]
     else:
         uniques = sorted(set(keys))
     pos = {v: i for i, v in enumerate(uniques)}
     return uniques, [pos[k] for k in keys]
+
+
+def _check_unlabelled_marker(ints: list[int], where: list[str], key: str) -> None:
+    """Stop on a few labels -1 beside the classes 0…k: Hugging Face datasets write -1 for an example without a
+    label (SNLI's pairs without a gold label, 785 of 550,152 in train; GLUE's test splits), which would otherwise
+    train as a class of its own. -1 as a class in its own right (sentiment -1/0/1) is common, not rare."""
+    classes = sorted(set(ints) - {-1})
+    unlabelled = ints.count(-1)
+    if unlabelled and len(classes) >= 2 and classes == list(range(len(classes))) and unlabelled < 0.02 * len(ints):
+        raise AttnauditError(
+            f"{where[ints.index(-1)]}: label -1 on {unlabelled} of {len(ints)} rows, beside the classes "
+            f"0–{classes[-1]}: Hugging Face datasets write -1 for an example without a label; drop those rows, or "
+            f"list the classes in {key} if -1 is one"
+        )
 
 
 def _check_case_variants(keys: list[str], where: list[str], key: str) -> None:
