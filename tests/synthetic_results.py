@@ -19,10 +19,18 @@ METHODS = ["gradient", "loo", "integrated_gradients", "occlusion"]
 
 
 def make_results(
-    root: Path, n_instances: int = 30, n_tokens: int = 12, *, seed: int = 0, special: str | None = None, methods=METHODS
+    root: Path,
+    n_instances: int = 30,
+    n_tokens: int = 12,
+    *,
+    seed: int = 0,
+    special: str | None = None,
+    methods=METHODS,
+    queries: bool = False,
 ):
     """Write ``root/results/...`` for one dataset ``synth`` and one model ``m-s0``; returns the explorer model entry.
-    ``special``: a token placed in the first instance (e.g. a ``<script>`` to check escaping)."""
+    ``special``: a token placed in the first instance (e.g. a ``<script>`` to check escaping); ``queries``: a QA/NLI
+    dataset, whose examples carry ``query_tokens`` (``<s> q<i> w… </s>``)."""
     rng = np.random.default_rng(seed)
     res = root / "results"
     lengths = rng.integers(max(3, n_tokens // 2), n_tokens + 1, size=n_instances)
@@ -34,6 +42,10 @@ def make_results(
     labels = rng.integers(0, 2, size=n_instances)
     (res / "datasets/synth").mkdir(parents=True, exist_ok=True)
     examples = pd.DataFrame({"id": ids, "split": "test", "label": labels, "tokens": tokens})
+    if queries:
+        examples["query_tokens"] = [
+            ["<s>", f"q{i}", *vocab[rng.integers(0, 500, size=3)], "</s>"] for i in range(n_instances)
+        ]
     examples.to_parquet(res / "datasets/synth/examples.parquet")
     attention = [rng.dirichlet(np.ones(n)).astype(np.float32) for n in lengths]
     p1 = rng.uniform(size=n_instances)

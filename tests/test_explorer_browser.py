@@ -192,6 +192,27 @@ def test_explorer_escapes_text(page, tmp_path):
     assert not [e for e in page.errors if not e.startswith("network: file")], page.errors
 
 
+def test_a_qa_instance_shows_its_query(page, tmp_path):
+    """A QA/NLI instance shows its question or hypothesis (without the tokeniser's markers) above the passage,
+    whose tokens alone carry the scores; a classification instance shows none."""
+    from attnaudit.explorer.build import build_site
+
+    entry = make_results(tmp_path, n_instances=12, n_tokens=8, queries=True)
+    build_site([entry], tmp_path / "explorer", options={"page_size": 5})
+    examples = pd.read_parquet(tmp_path / "results/datasets/synth/examples.parquet")
+    for i in (0, 7):
+        page.goto((tmp_path / "explorer" / "index.html").as_uri() + f"#/instance/synth/m-s0/{i}")
+        page.wait_for_selector("#tokens .tok")
+        assert page.text_content("#instance-query") == "query: " + " ".join(examples["query_tokens"][i][1:-1])
+        assert page.locator("#tokens .tok").count() == len(examples["tokens"][i])
+    plain = make_results(tmp_path / "plain", n_instances=12, n_tokens=8)
+    build_site([plain], tmp_path / "plain" / "explorer", options={"page_size": 5})
+    page.goto((tmp_path / "plain" / "explorer" / "index.html").as_uri() + "#/instance/synth/m-s0/0")
+    page.wait_for_selector("#tokens .tok")
+    assert page.locator("#instance-query").count() == 0
+    assert not [e for e in page.errors if not e.startswith("network: file")], page.errors
+
+
 WORD_LEFTS = """(el, words) => words.map(word => {
     const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
     for (let node; (node = walker.nextNode()); ) {

@@ -655,3 +655,32 @@ def test_a_user_qa_corpus_is_the_builtin_babi_it_was_written_from(tmp_path):
         user_spec("mine", {**entry, "query_column": "story"})
     with pytest.raises(AttnauditError, match=r"has no column 'hypothesis' \(corpora.user.mine.query_column"):
         readers.read_user("mine", {**entry, "query_column": "hypothesis"})
+
+
+def test_jw_heatmaps_of_a_qa_dataset_show_each_instance_its_query(tmp_path):
+    """J&W's adversarial heatmap of a QA/NLI instance shows the question or hypothesis (markers dropped, escaped)
+    above the passage's original and adversarial attention; a classification dataset's shows no query row."""
+    from attnaudit.jain_wallace.heatmaps import write_heatmaps
+
+    passages = [["<s>", "mary", "went", "home", "</s>"], ["<s>", "john", "left", "</s>"]]
+    queries = [["<s>", "where", "is", "mary", "</s>"], ["<s>", "is", "<b>john</b>", "here", "</s>"]]
+    dataset = tmp_path / "dataset"
+    dataset.mkdir()
+    examples = pd.DataFrame({"id": ["a", "b"], "split": "test", "label": [0, 1], "tokens": passages})
+    examples.assign(query_tokens=queries).to_parquet(dataset / "examples.parquet")
+    adversarial = pd.DataFrame(
+        {"id": ["a", "b"], "row": [0, 1], "label": [0, 1], "predicted_class": [0, 1], "n_valid": [1, 1]}
+        | {"eps_max_jsd": [0.4, 0.2], "max_attention": [0.5, 0.6], "best_tvd": [0.01, 0.02]}
+        | {
+            "attention": [np.full(5, 0.2), np.full(4, 0.25)],
+            "adversarial_attention": [np.full(5, 0.2), np.full(4, 0.25)],
+        }
+    )
+    adversarial.to_parquet(tmp_path / "adversarial.parquet")
+    write_heatmaps("mine", "m-s0", tmp_path / "adversarial.parquet", dataset, tmp_path / "qa.html")
+    page = (tmp_path / "qa.html").read_text()
+    assert page.count("<span class='label'>Query</span>") == 2
+    assert "<bdi>where is mary</bdi>" in page and "<bdi>is &lt;b&gt;john&lt;/b&gt; here</bdi>" in page
+    examples.to_parquet(dataset / "examples.parquet")
+    write_heatmaps("mine", "m-s0", tmp_path / "adversarial.parquet", dataset, tmp_path / "plain.html")
+    assert "Query" not in (tmp_path / "plain.html").read_text()

@@ -110,6 +110,13 @@ def read_parquet(path: str | os.PathLike, **kwargs) -> pd.DataFrame:
     return read_written(path, lambda: pd.read_parquet(path, **kwargs))
 
 
+def parquet_columns(path: str | os.PathLike) -> list[str]:
+    """The column names of a parquet file, from its footer (no data read)."""
+    import pyarrow.parquet as pq
+
+    return read_written(path, lambda: pq.read_schema(path).names)
+
+
 def load_torch(path: str | os.PathLike, map_location=None):
     """``torch.load`` of a model file through :func:`read_written`, its zip records' CRC-32 checked first
     (``torch.load`` does not: flipped bytes would load silently)."""

@@ -2,3 +2,11 @@
 
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<s>", "</s>"
 SPECIALS = (PAD, UNK, BOS, EOS)
+
+
+def without_markers(tokens) -> list[str]:
+    """``tokens`` without the ``<s>``/``</s>`` the tokeniser puts around them (a QA query as shown to a reader)."""
+    tokens = [str(token) for token in tokens]
+    start = 1 if tokens[:1] == [BOS] else 0
+    end = len(tokens) - 1 if len(tokens) > start and tokens[-1] == EOS else len(tokens)
+    return tokens[start:end]

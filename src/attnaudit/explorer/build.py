@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from attnaudit.io import merged_options, read_json, read_parquet
+from attnaudit.io import merged_options, parquet_columns, read_json, read_parquet
+from attnaudit.specials import without_markers
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +66,8 @@ class _Examples:
 
     def __call__(self, path: str) -> pd.DataFrame:
         if path not in self.cache:
-            frame = read_parquet(path, columns=["id", "split", "label", "tokens"])
+            query = ["query_tokens"] if "query_tokens" in parquet_columns(path) else []  # QA/NLI (J&W §3)
+            frame = read_parquet(path, columns=["id", "split", "label", "tokens", *query])
             self.cache[path] = frame[frame["split"] == self.split].drop(columns="split").reset_index(drop=True)
         return self.cache[path]
 
@@ -123,7 +125,10 @@ def build_model(entry: dict, examples: pd.DataFrame, out: Path, split: str, opti
                     mismatched[name] = mismatched.get(name, 0) + 1
                     continue
                 scores[name] = rounded(vals, digits)
-            instances.append({"id": listing["ids"][i], "tokens": tokens, "scores": scores})
+            instance = {"id": listing["ids"][i], "tokens": tokens, "scores": scores}
+            if "query_tokens" in frame:
+                instance["query"] = without_markers(frame["query_tokens"].iat[i])
+            instances.append(instance)
         (out / f"page-{page:05d}.js").write_text(js_assign(f"page:{key}:{page}", instances), encoding="utf-8")
     for name, count in mismatched.items():
         log.warning("%s: %s has a score count unlike the token count for %d instances (not shown)", key, name, count)

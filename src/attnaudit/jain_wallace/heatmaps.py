@@ -14,8 +14,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from attnaudit.io import read_parquet, write_text
+from attnaudit.io import parquet_columns, read_parquet, write_text
 from attnaudit.labels import class_name, label_names
+from attnaudit.specials import without_markers
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +30,7 @@ h1 { font-size: 1.3em; } h2 { font-size: 1em; margin-bottom: 0.3em; }
 .orig .tok { background: rgba(215, 48, 39, var(--w)); }
 .adv .tok { background: rgba(69, 117, 180, var(--w)); }
 .meta { font-size: 0.85em; color: #555; }
+.query bdi { font-style: italic; }
 """
 
 
@@ -56,8 +58,15 @@ def _isolated(text) -> str:
 
 
 def render(
-    dataset: str, model: str, chosen: pd.DataFrame, tokens_by_id: dict, epsilon: float, names: list[str] = ()
+    dataset: str,
+    model: str,
+    chosen: pd.DataFrame,
+    tokens_by_id: dict,
+    epsilon: float,
+    names: list[str] = (),
+    queries_by_id: dict | None = None,
 ) -> str:
+    """``queries_by_id``: of a QA/NLI dataset, each instance's question or hypothesis, shown above its passage."""
     parts = [
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>J&amp;W adversarial heatmaps: "
         f"{html.escape(dataset)} / {html.escape(model)}</title><style>{_CSS}</style></head><body>",
@@ -70,12 +79,19 @@ def render(
         parts.append("<p>No instance has a valid adversary.</p>")
     for _, r in chosen.iterrows():
         tokens = tokens_by_id[r["id"]]
+        query = (queries_by_id or {}).get(r["id"])
+        query_row = (
+            ""
+            if query is None
+            else f"<div class='row query'><span class='label'>Query</span>{_isolated(' '.join(query))}</div>"
+        )
         parts.append(
             f"<div class='instance'><h2>{_isolated(r['id'])}</h2>"
             f"<div class='meta'>label {_isolated(class_name(list(names), r['label']))}, predicted "
             f"{_isolated(class_name(list(names), r['predicted_class']))}; ε-max JSD "
             f"{r['eps_max_jsd']:.3f} nats; max α̂ {r['max_attention']:.3f}; valid adversaries {r['n_valid']}</div>"
-            f"<div class='row orig'><span class='label'>Original</span>{_tokens_html(tokens, r['attention'])}</div>"
+            + query_row
+            + f"<div class='row orig'><span class='label'>Original</span>{_tokens_html(tokens, r['attention'])}</div>"
             f"<div class='row adv'><span class='label'>Adversarial</span>"
             f"{_tokens_html(tokens, r['adversarial_attention'])} <b>Δŷ: {r['best_tvd']:.3f}</b></div></div>"
         )
@@ -99,8 +115,12 @@ def write_heatmaps(
     """``manifest``: the corpus manifest, whose ``label_names`` name the true and predicted classes."""
     adversarial = read_parquet(adversarial_path)
     chosen = select_instances(adversarial, n, how, seed)
-    examples = read_parquet(Path(dataset_dir) / "examples.parquet", columns=["id", "tokens"])
-    wanted = set(chosen["id"])
-    tokens_by_id = {i: list(t) for i, t in zip(examples["id"], examples["tokens"]) if i in wanted}
-    write_text(out, render(dataset, model, chosen, tokens_by_id, epsilon, label_names(manifest)))
+    path = Path(dataset_dir) / "examples.parquet"
+    query = ["query_tokens"] if "query_tokens" in parquet_columns(path) else []  # QA/NLI (J&W §3)
+    examples = read_parquet(path, columns=["id", "tokens", *query])
+    examples = examples[examples["id"].isin(set(chosen["id"]))]
+    tokens_by_id = {i: list(t) for i, t in zip(examples["id"], examples["tokens"])}
+    queries_by_id = {i: without_markers(q) for i, q in zip(examples["id"], examples["query_tokens"])} if query else None
+    page = render(dataset, model, chosen, tokens_by_id, epsilon, label_names(manifest), queries_by_id)
+    write_text(out, page)
     log.info("heatmaps of %d instances → %s", len(chosen), out)

@@ -285,6 +285,9 @@
         return el("tr", {}, [el("th", { text: name }), el("td", { "data-name": name, text: fmt(list.values[name][i]) })]);
       })));
       app.appendChild(facts);
+      if (inst.query) {  // QA/NLI: the question or hypothesis the attention over the passage is conditioned on
+        app.appendChild(el("p", { id: "instance-query" }, [el("b", { text: "query: " }), el("bdi", { text: inst.query.join(" ") })]));
+      }
       var names = (entry.overlays || []).filter(function (n) { return n in inst.scores; });
       if (names.indexOf(state.colourBy) < 0) state.colourBy = names[0];
       var select = el("select", { id: "colour-by" }, (entry.overlays || []).map(function (n) {
