@@ -500,3 +500,39 @@ def test_stage_tables_without_integrated_gradients_combine_as_empty(stage_output
     for name in names:  # the header row of every table is that of a table with rows
         assert list(pd.read_csv(tmp_path / name).columns) == report.COLUMNS[name[:-4]]
     assert pd.read_csv(tmp_path / "ig_convergence.csv").empty and len(pd.read_csv(tmp_path / "cost.csv")) == 6
+
+
+def test_a_method_that_does_not_support_the_model_has_no_agreement_or_faithfulness(
+    stage_outputs, planted_dataset, planted_model_dir, tmp_path
+):
+    """A method writes NaN scores for an architecture it does not support (LRP on a QA model or a T&Š concat
+    model): its τ, top-k overlap, comprehensiveness and sufficiency are NaN, not numbers for the position order its
+    NaN keys sort into; every other method's are unchanged."""
+    _, outputs, _ = stage_outputs
+    importance = list(outputs[1]["importance"])
+    lrp = next(i for i, path in enumerate(importance) if path.stem == "lrp")
+    unsupported = pd.read_parquet(importance[lrp])
+    unsupported["scores"] = [np.full(len(s), np.nan, np.float32) for s in unsupported["scores"]]
+    importance[lrp] = tmp_path / "lrp.parquet"
+    unsupported.assign(status="lrp does not support this model").to_parquet(importance[lrp])
+    data = str(planted_dataset / "dataset")
+    agreed = agreement.run(data, importance, tmp_path / "agreement.parquet", k=2)
+    faithful = faithfulness.run(
+        data, str(planted_model_dir), importance, tmp_path / "faithfulness.parquet", batch_size=32
+    )
+    with_lrp = (agreed["method_a"] == "lrp") | (agreed["method_b"] == "lrp")
+    assert with_lrp.any() and agreed.loc[with_lrp, ["tau", "topk_overlap"]].isna().all().all()
+    pd.testing.assert_frame_equal(
+        agreed[~with_lrp].reset_index(drop=True),
+        outputs[1]["agreement"][~with_lrp.to_numpy()].reset_index(drop=True),
+    )
+    of_lrp = faithful["method"] == "lrp"
+    assert of_lrp.any() and faithful.loc[of_lrp, ["comprehensiveness", "sufficiency"]].isna().all().all()
+    before = outputs[1]["faithfulness"]
+    pd.testing.assert_frame_equal(  # other erasures share the batches' rows: float rounding only
+        faithful[~of_lrp].reset_index(drop=True),
+        before[before["method"] != "lrp"].reset_index(drop=True),
+        check_exact=False,
+        rtol=0,
+        atol=1e-6,
+    )

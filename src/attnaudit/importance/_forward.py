@@ -57,14 +57,21 @@ def class_scores(logits: torch.Tensor, output: str) -> torch.Tensor:
 
 
 def embedding_forward(model: AttentionClassifier, output: str) -> Callable[..., torch.Tensor]:
-    """``f(embedded, tokens, mask, guide) -> [N, C]`` for Captum: tokens, mask (and a guided model's guide) travel
-    as ``additional_forward_args``, which Captum repeats along dim 0 exactly as it repeats the inputs (IG steps,
-    occlusion windows), so every expanded row keeps its own instance's mask."""
+    """``f(embedded, *forward_args(batch)) -> [N, C]`` for Captum: tokens, mask, a guided model's guide and a QA/NLI
+    model's query travel as ``additional_forward_args``, which Captum repeats along dim 0 exactly as it repeats the
+    inputs (IG steps, occlusion windows), so every expanded row keeps its own instance's mask and query."""
 
-    def forward(embedded: torch.Tensor, tokens: torch.Tensor, mask: torch.Tensor, guide=None) -> torch.Tensor:
-        return class_scores(model(Batch(tokens, mask, guide=guide), embedded=embedded).logits, output)
+    def forward(embedded, tokens, mask, guide=None, query_tokens=None, query_mask=None) -> torch.Tensor:
+        batch = Batch(tokens, mask, guide=guide, query_tokens=query_tokens, query_mask=query_mask)
+        return class_scores(model(batch, embedded=embedded).logits, output)
 
     return forward
+
+
+def forward_args(batch: Batch) -> tuple:
+    """What :func:`embedding_forward` reads of ``batch`` besides the embeddings (Captum's
+    ``additional_forward_args``)."""
+    return batch.tokens, batch.mask, batch.guide, batch.query_tokens, batch.query_mask
 
 
 @contextlib.contextmanager
@@ -82,7 +89,7 @@ def captum_on_embeddings(captum_cls, model: AttentionClassifier, batch: Batch, o
     with gradient_mode():
         embedded = model.embed(batch).detach().requires_grad_(True)
         attributions = captum_cls(embedding_forward(model, output)).attribute(
-            embedded, target=target, additional_forward_args=(batch.tokens, batch.mask, batch.guide), **kwargs
+            embedded, target=target, additional_forward_args=forward_args(batch), **kwargs
         )
     return attributions.detach()
 

@@ -26,7 +26,13 @@ import logging
 import torch
 
 from attnaudit import AttnauditError
-from attnaudit.importance._forward import check_output, class_scores, embedding_forward, gradient_mode
+from attnaudit.importance._forward import (
+    check_output,
+    class_scores,
+    embedding_forward,
+    forward_args,
+    gradient_mode,
+)
 from attnaudit.importance.registry import Attribution, ImportanceMethod, predicted_class, register
 from attnaudit.models import input_gradients
 
@@ -104,7 +110,7 @@ class IntegratedGradients(ImportanceMethod):
                 embedded,
                 baselines=self.baselines(model, embedded),
                 target=target,
-                additional_forward_args=(batch.tokens, batch.mask, batch.guide),
+                additional_forward_args=forward_args(batch),
                 n_steps=self.n_steps,
                 method=self.method,
                 internal_batch_size=self.rows_per_forward(embedded),

@@ -203,6 +203,11 @@ def lrp_relevance(
     terms (see the module docstring)."""
     if output not in LRP_OUTPUTS:
         raise AttnauditError(f"lrp output must be one of {LRP_OUTPUTS}, got {output!r}")
+    if not model.linear_decoder:
+        raise UnsupportedArchitecture(
+            "lrp's rules start from a linear decoder; a QA/NLI model's decoder tanh(W₁p·c + W₁q·q) (J&W §2) has none "
+            "in this implementation"
+        )
     if model.cfg.lstm_layers != 1 and model.cfg.encoder == "lstm":
         raise UnsupportedArchitecture(f"lrp supports one BiLSTM layer, not {model.cfg.lstm_layers} (T&Š App. B)")
     if model.cfg.hidden_mode != "plain":

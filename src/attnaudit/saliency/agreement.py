@@ -1,7 +1,8 @@
 """Agreement between importance methods (B&F §4: do attention and saliency point at the same tokens?).
 
 For every instance and every pair of methods: Kendall τ-b between their scores over the candidate tokens (real
-tokens except sentence markers), and the top-k overlap |top_k(a) ∩ top_k(b)| / k. τ-b is computed for all
+tokens except sentence markers), and the top-k overlap |top_k(a) ∩ top_k(b)| / k (NaN, as τ, where a method has a
+NaN score: an architecture it does not support). τ-b is computed for all
 pairs of a group of instances at once from the sign matrices sign(s_i − s_j) —
 τ_b = Σ_{i<j} sgn_a·sgn_b / √((n₀ − n₁)(n₀ − n₂)) — the statistic of ``scipy.stats.kendalltau(variant="b")``
 (``attnaudit.metrics.kendall_tau_b``, equal to ``kendall_tau`` in the tests), NaN when either ranking is constant, fewer
@@ -31,6 +32,7 @@ from attnaudit.saliency.ranking import (
     ranking_key,
     scores_by_row,
     stack_rows,
+    undefined_rankings,
 )
 
 log = logging.getLogger(__name__)
@@ -39,13 +41,16 @@ log = logging.getLogger(__name__)
 def topk_overlap(
     scores: torch.Tensor, candidates: torch.Tensor, k: float, ranking: str
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``[B, M, M]`` overlap of the top-k candidate sets and the k used per instance ``[B]``."""
+    """``[B, M, M]`` overlap of the top-k candidate sets and the k used per instance ``[B]``; NaN without
+    candidates or where either method has no ranking (:func:`undefined_rankings`)."""
     n = candidates.sum(dim=1)
     kk = k_tokens(n, k)
     ranks = rank_positions(ranking_key(scores, candidates[:, None], ranking))
     top = (ranks < kk[:, None, None]).double()
     overlap = torch.einsum("bmt,bnt->bmn", top, top) / kk.clamp(min=1)[:, None, None]
-    return overlap.masked_fill((kk == 0)[:, None, None], torch.nan), kk
+    undefined = undefined_rankings(scores, candidates)
+    undefined = (kk == 0)[:, None, None] | undefined[:, :, None] | undefined[:, None, :]
+    return overlap.masked_fill(undefined, torch.nan), kk
 
 
 def agreement_frame(

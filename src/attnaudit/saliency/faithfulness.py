@@ -43,6 +43,7 @@ from attnaudit.saliency.ranking import (
     ranking_key,
     scores_by_row,
     stack_rows,
+    undefined_rankings,
 )
 
 log = logging.getLogger(__name__)
@@ -230,6 +231,7 @@ def run(
         )
         comp = result["comprehensiveness"].cpu().numpy()  # [B, S, K, V]
         suff = result["sufficiency"].cpu().numpy()
+        undefined = undefined_rankings(scores, cand).cpu().numpy()  # [B, M]: no ranking, no metric
         kk = result["k_tokens"].cpu().numpy()
         n_tokens = cand.sum(dim=1).cpu().numpy()
         p_full = result["p_full"].cpu().numpy()
@@ -247,8 +249,9 @@ def run(
             columns["k_tokens"].append(np.broadcast_to(kk[:, :, None], shape).ravel())
             columns["n_tokens"].append(np.broadcast_to(n_tokens[:, None, None], shape).ravel())
             columns["p_full"].append(np.broadcast_to(p_full[:, None, None], shape).ravel())
-            columns["comprehensiveness"].append(comp[:, index].ravel())
-            columns["sufficiency"].append(suff[:, index].ravel())
+            unranked = undefined[:, method_index[method], None, None]
+            columns["comprehensiveness"].append(np.where(unranked, np.nan, comp[:, index]).ravel())
+            columns["sufficiency"].append(np.where(unranked, np.nan, suff[:, index]).ravel())
         return {key: np.concatenate(values) for key, values in columns.items()}
 
     frame = run_chunked(

@@ -27,6 +27,13 @@ def ranking_key(scores: torch.Tensor, candidates: torch.Tensor, ranking: str) ->
     return key.masked_fill(~candidates, float("-inf"))
 
 
+def undefined_rankings(scores: torch.Tensor, candidates: torch.Tensor) -> torch.Tensor:
+    """``[B, M]`` from scores ``[B, M, T]``: True where a method has a NaN score among an instance's candidates,
+    as a method writes for an architecture it does not support (LRP on a QA model): no ranking, so no agreement
+    or faithfulness of it, rather than the position order its NaN keys would sort into."""
+    return (torch.isnan(scores) & candidates[:, None, :]).any(dim=-1)
+
+
 def rank_positions(key: torch.Tensor) -> torch.Tensor:
     """Rank of every position along the last dimension (0 = most important); ties by position."""
     order = torch.sort(key, dim=-1, descending=True, stable=True).indices
