@@ -497,6 +497,7 @@ def jw_runs(dataset):
         run.update({audit.removeprefix("jw_"): jw_audit_path(dataset, model, audit) for audit in JW_AUDITS})
         run["metrics"] = f"{model_dir(dataset, model)}/metrics.json"
         run["epsilon"] = jw_dataset_options(dataset)["adversarial"]["epsilon"]
+        run.update({"qa": True} if is_qa(dataset) else {})  # only then: a classifier's tables keep their params
         runs.append(run)
     return runs
 

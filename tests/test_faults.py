@@ -124,9 +124,11 @@ def test_a_user_nli_corpus_plans_jws_qa_models_and_no_stage_that_needs_a_classif
             writer.writerow([" ".join(rng.choice(WORDS, size=6)), " ".join(rng.choice(WORDS, size=3)), label])
     cfg = user_config(path, text_column="premise", query_column="hypothesis", label_column="gold")
     cfg["datasets"]["mine"]["train"] = {"decoder_hidden": 17}
-    assert '"decoder_hidden": 17' in " ".join(shell_commands(tmp_path, cfg, "train"))
+    planned = " ".join(shell_commands(tmp_path, cfg, "train") + shell_commands(tmp_path, cfg, "jain-wallace tables"))
+    assert '"decoder_hidden": 17' in planned and '"qa": true' in planned  # J&W's Table 2 pools its instances
     del cfg["corpora"]["user"]["mine"]["query_column"]
-    assert '"decoder_hidden"' not in " ".join(shell_commands(tmp_path, cfg, "train"))
+    planned = " ".join(shell_commands(tmp_path, cfg, "train") + shell_commands(tmp_path, cfg, "jain-wallace tables"))
+    assert "jain-wallace tables" in planned and '"decoder_hidden"' not in planned and '"qa"' not in planned
     cfg["corpora"]["user"]["mine"]["query_column"] = "hypothesis"
     cfg["wiegreffe_pinter"] = {"datasets": ["mine"]}
     assert "config wiegreffe_pinter.datasets: ['mine'] are QA/NLI datasets" in said(dry_run(tmp_path, cfg))

@@ -577,12 +577,13 @@ def test_classifier_trains_on_a_generated_mimic_directory(tmp_path):
 
 
 def test_jw_tables_qa_overall_rows_and_per_dataset_epsilon(tmp_path):
-    """bAbI rows are compared with J&W's overall τ (all predicted classes pooled); ε is the run's own."""
+    """bAbI rows are compared with J&W's overall τ (all predicted classes pooled), and a user's QA corpus (a run
+    marked ``qa``) is pooled alike, with no J&W number; ε is the run's own."""
     from attnaudit.jain_wallace.tables import ALL_CLASSES, write_tables
 
     rng = np.random.default_rng(0)
     runs = []
-    for dataset, corpus, epsilon in (("babi1", "babi1", 0.05), ("sst", "sst", 0.01)):
+    for dataset, corpus, epsilon in (("babi1", "babi1", 0.05), ("sst", "sst", 0.01), ("mine", "mine", 0.05)):
         n = 40
         classes = rng.integers(0, 3, size=n)
         base = {"id": [str(i) for i in range(n)], "row": np.arange(n), "predicted_class": classes}
@@ -624,6 +625,7 @@ def test_jw_tables_qa_overall_rows_and_per_dataset_epsilon(tmp_path):
                 "epsilon": epsilon,
                 **paths,
             }
+            | ({"qa": True} if dataset == "mine" else {})
         )
     tables = write_tables(runs, tmp_path / "out")
     overall = tables["table2"][(tables["table2"]["dataset"] == "babi1")]
@@ -635,6 +637,11 @@ def test_jw_tables_qa_overall_rows_and_per_dataset_epsilon(tmp_path):
     assert "| babi1 | tau_g | lstm | lstm-additive-base-s0 | all |" in (tmp_path / "out" / "table2.md").read_text()
     sst = tables["table2"][tables["table2"]["dataset"] == "sst"]
     assert ALL_CLASSES not in set(sst["predicted_class"])
+    mine = tables["table2"][tables["table2"]["dataset"] == "mine"]
+    assert (
+        set(mine["predicted_class"]) == {ALL_CLASSES} and mine["jw_mean"].isna().all() and (mine["ours_n"] == 40).all()
+    )
+    assert set(tables["correlation"].query("dataset == 'mine'")["predicted_class"]) == {0, 1, 2, ALL_CLASSES}
     eps = tables["adversarial"].groupby("dataset")["epsilon"].first()
     assert eps["babi1"] == 0.05 and eps["sst"] == 0.01
 

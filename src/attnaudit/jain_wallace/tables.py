@@ -202,10 +202,10 @@ def overall_rows(frame: pd.DataFrame, options: dict, datasets: list[str]) -> pd.
     return correlation_table(chosen.assign(predicted_class=ALL_CLASSES), options)
 
 
-def table2(correlation: pd.DataFrame, corpora: dict[str, str]) -> pd.DataFrame:
+def table2(correlation: pd.DataFrame, corpora: dict[str, str], pooled=()) -> pd.DataFrame:
     """Our τ_g (BiLSTM, Average) and τ_loo (BiLSTM) per predicted class next to J&W Table 2 (their additive
-    attention; every attention variant of ours with the matching encoder is listed). Rows of class
-    :data:`ALL_CLASSES` (in ``correlation`` for QA datasets) are compared with J&W's overall numbers."""
+    attention; every attention variant of ours with the matching encoder is listed). The ``pooled`` (QA/NLI)
+    datasets have rows of class :data:`ALL_CLASSES` only, compared with J&W's overall numbers."""
     rows = []
     for dataset, corpus in corpora.items():
         reference = JW_TABLE2.get(corpus, {})
@@ -215,7 +215,7 @@ def table2(correlation: pd.DataFrame, corpora: dict[str, str]) -> pd.DataFrame:
                 & (correlation["encoder"] == encoder)
                 & (correlation["pair"] == pair)
             ]
-            if "all" in reference:  # QA: J&W report every instance pooled; per-class rows stay in correlation.csv
+            if dataset in pooled:  # QA: J&W report every instance pooled; per-class rows stay in correlation.csv
                 ours = ours[ours["predicted_class"] == ALL_CLASSES]
             for _, row in ours.iterrows():
                 klass = int(row["predicted_class"])
@@ -383,11 +383,15 @@ def seeds_markdown(frame: pd.DataFrame) -> str:
     )
 
 
+def any_qa(runs: list[dict], dataset: str) -> bool:
+    return any(run.get("qa") for run in runs if run["dataset"] == dataset)
+
+
 def write_tables(runs: list[dict], out_dir: str | Path, options: dict | None = None) -> dict:
     """``runs``: [{dataset, model, corpus, selection, encoder, attention, regulariser, seed, correlation,
-    permutation, adversarial, manifest?, metrics?}], the three audits the paths of the model's gathered audits,
-    the manifest the corpus's (its ``label_names`` name the classes in a ``label`` column), metrics the model's
-    ``metrics.json`` (J&W Table 1)."""
+    permutation, adversarial, manifest?, metrics?, qa?}], the three audits the paths of the model's gathered
+    audits, the manifest the corpus's (its ``label_names`` name the classes in a ``label`` column), metrics the
+    model's ``metrics.json`` (J&W Table 1), ``qa`` true for a QA/NLI dataset (a user's: J&W's have reference rows)."""
     opts = resolve(options)
     out = Path(out_dir)
     tables = {
@@ -396,12 +400,13 @@ def write_tables(runs: list[dict], out_dir: str | Path, options: dict | None = N
         "adversarial": adversarial_table(_load(runs, "adversarial"), opts),
     }
     corpora = {r["dataset"]: r.get("corpus", r["dataset"]) for r in runs}
-    overall = [d for d, c in corpora.items() if "all" in JW_TABLE2.get(c, {})]  # QA: J&W report all instances
+    # QA/NLI (a run's ``qa``, or a corpus J&W report so): J&W report all instances pooled (their classes are answers)
+    overall = [d for d, c in corpora.items() if "all" in JW_TABLE2.get(c, {}) or any_qa(runs, d)]
     if overall:
         extra = overall_rows(_load([r for r in runs if r["dataset"] in overall], "correlation"), opts, overall)
         tables["correlation"] = pd.concat([tables["correlation"], extra], ignore_index=True)
     tables["table1"] = table1(runs)
-    tables["table2"] = table2(tables["correlation"], corpora)
+    tables["table2"] = table2(tables["correlation"], corpora, overall)
     tables["seeds"] = seeds_table(tables["correlation"], corpora)
     names = {run["dataset"]: label_names(run.get("manifest")) for run in runs}
     tables = {key: with_labels(frame, names) for key, frame in tables.items()}
