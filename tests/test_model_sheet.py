@@ -317,6 +317,16 @@ def test_bad_sheets_stop_naming_the_key(models, message):
         sheet("sst", entry)
 
 
+def test_a_regulariser_that_compares_h_with_e_needs_their_sizes_equal_with_pretrained_vectors_too():
+    """The vectors file's dimension is embeddings.dim (checked at the dry run), so T&Š's residual, tying and MLM
+    need 2 × lstm_hidden = that dimension whether the vectors are trained or a user's file."""
+    entry = {"corpus": "sst", "grid": {"encoders": ["lstm"], "attentions": ["additive"]}}
+    entry |= {"embeddings": {"pretrained": "glove.6B.100d.txt", "dim": 100}}
+    with pytest.raises(AttnauditError, match=r"models\.x\.lstm_hidden: .*100-d embedding .*needs lstm_hidden: 50"):
+        sheet("sst", entry | {"models": {"x": {"regulariser": "tying", "delta": 20, "lstm_hidden": 150}}})
+    assert "x-s0" in sheet("sst", entry | {"models": {"x": {"regulariser": "tying", "delta": 20, "lstm_hidden": 50}}})
+
+
 def test_metrics_record_the_variant(planted_model_dir):
     metrics = json.loads((planted_model_dir / "metrics.json").read_text())
     assert metrics["model"]["objective"] == "classify" and metrics["model"]["regulariser"] == "base"

@@ -210,7 +210,7 @@ def check_fields(key: str, spec: dict, dataset_entry: dict) -> None:
     if regulariser in SAME_SIZE:
         dim = (dataset_entry.get("embeddings") or {}).get("dim", 300)
         hidden = spec.get("lstm_hidden", (dataset_entry.get("train") or {}).get("lstm_hidden", 128))
-        if not (dataset_entry.get("embeddings") or {}).get("pretrained") and 2 * hidden != dim:
+        if 2 * hidden != dim:  # pretrained vectors too: the dry run checks that the file has embeddings.dim
             raise AttnauditError(
                 f"{key}.lstm_hidden: {regulariser} compares h_t with the {dim}-d embedding e_t, so the BiLSTM "
                 f"needs lstm_hidden: {dim // 2} per direction (2 × {dim // 2} = {dim}), not {hidden} (T&Š §3.1)"
