@@ -176,3 +176,26 @@ def test_planted_positions_point_at_markers(planted_dataset):
 def test_an_unknown_option_is_named():
     with pytest.raises(AttnauditError, match=r"^tokenise\.min_cnt: unknown option; expected one of min_count"):
         tokenise_documents(docs([("a", "train", 0, "w w")]), {"min_cnt": 2}, seed=0)
+
+
+@pytest.mark.parametrize(
+    "rows, entry, expected",
+    [
+        (
+            ["p,q,a"] + [f"mary went home {i},,{'ab'[i % 2]}" for i in range(60)],
+            {"query_column": "q"},
+            "query_column 'q'",
+        ),
+        (["p,q,a"] + [f"\u200b ,q {i},{'ab'[i % 2]}" for i in range(60)], {}, "text_column 'p'"),
+    ],
+)
+def test_a_column_empty_in_every_row_is_named_before_any_job(tmp_path, rows, entry, expected):
+    """A text or query column with nothing in any row (a header naming the wrong column of an export) is named by
+    the dry run's check, not reported as too few examples for a dev split."""
+    from attnaudit.tokenise.tokenisation import check_user_dataset
+
+    path = tmp_path / "mine.csv"
+    path.write_text("\n".join(rows) + "\n")
+    entry = {"path": str(path), "text_column": "p", "label_column": "a", **entry}
+    with pytest.raises(AttnauditError, match=rf"every row's {expected} is empty .* does it name the right column"):
+        check_user_dataset("mine", "mine", entry, {}, seed=0)

@@ -398,9 +398,15 @@ def check_user_dataset(dataset: str, corpus: str, entry: dict, options: dict, se
     options = {**DEFAULTS, **options}
     documents = quick_slice(documents.reset_index(drop=True), options["max_examples"], seed)
     query = "query" in documents.columns
-    blank = documents["text"].map(lambda text: not clean_text(text).translate(_NO_JOINERS).strip())
-    if query:
-        blank |= documents["query"].map(lambda text: not clean_text(text).translate(_NO_JOINERS).strip())
+    blank = pd.Series(False, index=documents.index)
+    for column, option in (("text", "text_column"), ("query", "query_column")) if query else (("text", "text_column"),):
+        empty = documents[column].map(lambda text: not clean_text(text).translate(_NO_JOINERS).strip())
+        if len(documents) and empty.all():
+            raise AttnauditError(
+                f"{where}: every row's {option} {entry[option]!r} is empty (nothing but spaces or invisible "
+                "characters), so tokenising would drop every document; does it name the right column?"
+            )
+        blank |= empty
     documents = documents[~blank]  # the tokeniser drops documents (and queries) without tokens
     try:
         check_splits(assign_splits(documents, options, seed), where, not query, info["label_names"])
