@@ -84,3 +84,30 @@ def test_registry_lrp_sums_over_the_embedding():
     batch = tiny_batch(seed=14)
     scores = get_method("lrp", epsilon=1e-3).attribute(model, batch)
     torch.testing.assert_close(scores, lrp_relevance(model, batch, 1e-3).embedded.sum(-1))
+
+
+@pytest.mark.parametrize("encoder", ["lstm", "cnn", "average"])
+@pytest.mark.parametrize("output", ["margin", "logit"])
+@pytest.mark.parametrize("candidates", [(), (10, 11, 12, 13, 14)])
+def test_relevance_of_a_qa_model_is_conserved_with_the_query_held_fixed(encoder, output, candidates):
+    """J&W's QA decoder W₂ tanh(W₁p h_α + b₁ + W₁q q): f_c is the model's own (its predicted class, a candidate),
+    and Σ input relevance + what biases, ε and the query's share W₁q q absorb = f_c."""
+    from test_qa import qa_batch, qa_model
+
+    model, batch = qa_model(encoder, candidates=candidates, seed=2), qa_batch(seed=4, n=5)
+    with torch.no_grad():
+        for parameter in model.parameters():  # away from the near-zero initialisation
+            parameter.add_(0.3 * torch.randn_like(parameter))
+        out = model(batch)
+    relevance = lrp_relevance(model, batch, epsilon=1e-2, output=output)
+    assert torch.equal(relevance.target, out.logits.argmax(dim=-1))
+    q, _ = model.split_query(out.query)
+    with torch.no_grad():
+        unmasked = model.output(
+            torch.tanh(model.w_passage(torch.einsum("bt,btm->bm", out.attention, out.hidden)) + model.w_query(q))
+        )
+    expected = class_scores(unmasked, output).gather(1, relevance.target[:, None]).squeeze(1)
+    torch.testing.assert_close(relevance.score, expected, rtol=1e-5, atol=1e-5)
+    total = relevance.embedded.sum(dim=(1, 2)) + relevance.absorbed
+    torch.testing.assert_close(total, relevance.score, rtol=1e-4, atol=1e-5)
+    assert torch.all(relevance.embedded[~batch.mask] == 0) and relevance.embedded.abs().sum() > 0

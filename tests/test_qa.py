@@ -438,11 +438,9 @@ def test_qa_occlusion_without_reencoding_equals_reencoding(encoder, candidates):
 
 @pytest.mark.parametrize("encoder", ["lstm", "average", "cnn"])
 def test_every_bf_saliency_method_explains_a_qa_model_with_its_query(encoder):
-    """B&F's methods on J&W's QA model (a QA dataset in ``saliency.datasets``): Captum's gradient methods see each
-    instance's query (their scores equal autograd through the whole model, query included, and change with the
-    query), and LRP, whose rules start from a linear decoder, says it does not support the model."""
-    from attnaudit.importance.registry import UnsupportedArchitecture
-
+    """B&F's methods on J&W's QA model (a QA dataset in ``saliency.datasets``) read each instance's query: Captum's
+    gradient methods equal autograd through the whole model, query included, and every method's scores change with
+    the query (LRP's conservation: tests/test_lrp.py)."""
     model, batch = qa_model(encoder, candidates=(10, 11, 12, 13, 14) if encoder == "cnn" else ()), qa_batch(n=5)
     target = model(batch).logits.argmax(dim=-1)
     embedded = model.embed(batch).detach().requires_grad_(True)
@@ -456,15 +454,13 @@ def test_every_bf_saliency_method_explains_a_qa_model_with_its_query(encoder):
         [t[m].numpy() for t, m in zip(batch.tokens, batch.mask)],
         queries=[t[m].numpy() for t, m in zip(qa_batch(seed=3, n=5).query_tokens, qa_batch(seed=3, n=5).query_mask)],
     )
-    for name in ("saliency_l2", "grad_x_input", "integrated_gradients", "occlusion", "omission"):
+    for name in ("saliency_l2", "grad_x_input", "integrated_gradients", "occlusion", "omission", "lrp"):
         method = get_method(name, n_steps=16) if name == "integrated_gradients" else get_method(name)
         scores = method.attribute(model, batch)
         assert scores.shape == batch.tokens.shape and torch.isfinite(scores).all(), name
         if name in expected:
             torch.testing.assert_close(scores, expected[name].masked_fill(~batch.mask, 0.0), msg=name)
         assert not torch.allclose(scores, method.attribute(model, other)), name  # the query is read
-    with pytest.raises(UnsupportedArchitecture, match="linear decoder"):
-        get_method("lrp").attribute(model, batch)
 
 
 def test_qa_save_load_roundtrip(tmp_path):

@@ -12,6 +12,10 @@ written out here. With stab(z) = z + ε·sign(z) (sign(0) = +1):
 * **Decoder**: the top relevance is f_c = w·h_α + b for the predicted class c (``output="margin"``: w, b are the
   decoder row of c minus the mean of the other rows — the identified log-odds, see ``_forward``; ``"logit"``:
   the row of c). Then the ε-rule.
+* **J&W's QA/NLI decoder** f_c = w·tanh(u) + b, u = W₁p h_α + b₁ + W₁q q (§2): the ε-rule from f_c to tanh(u),
+  tanh as identity (as the LSTM's g below), then the ε-rule on u, whose bias and query share W₁q q absorb their
+  part: the query is held fixed, as every saliency method here holds it. The margin's mean runs over every other
+  class, candidates or not; the explained class is the predicted one, a candidate.
 * **Attention-weighted sum** h_α = Σ_t α_t h_t: α is held constant (a weight, not an input), so
   R_{h_tj} = α_t h_tj R_{h_α,j} / stab(h_α,j): relevance goes to h_t in proportion to its contribution α_t h_t.
 * **BiLSTM** (Arras et al. 2017, "signal-take-all"), per direction, for c_t = f_t ⊙ c_{t−1} + i_t ⊙ g_t,
@@ -203,11 +207,6 @@ def lrp_relevance(
     terms (see the module docstring)."""
     if output not in LRP_OUTPUTS:
         raise AttnauditError(f"lrp output must be one of {LRP_OUTPUTS}, got {output!r}")
-    if not model.linear_decoder:
-        raise UnsupportedArchitecture(
-            "lrp's rules start from a linear decoder; a QA/NLI model's decoder tanh(W₁p·c + W₁q·q) (J&W §2) has none "
-            "in this implementation"
-        )
     if model.cfg.lstm_layers != 1 and model.cfg.encoder == "lstm":
         raise UnsupportedArchitecture(f"lrp supports one BiLSTM layer, not {model.cfg.lstm_layers} (T&Š App. B)")
     if model.cfg.hidden_mode != "plain":
@@ -218,22 +217,34 @@ def lrp_relevance(
     embedded = model.embed(batch)
     rule = _RULES[model.cfg.encoder](model, embedded, mask)
     hidden = rule.hidden()
-    alpha = model.attend(hidden, batch, model.encode_query(batch))
+    query = model.encode_query(batch)
+    alpha = model.attend(hidden, batch, query)
     context = torch.einsum("bt,btm->bm", alpha, hidden)
-    weight, bias = model.decoder.weight, model.decoder.bias
-    logits = context @ weight.T + bias
+    if model.linear_decoder:
+        top, weight, bias = context, model.decoder.weight, model.decoder.bias
+    else:  # QA/NLI: u = W₁p h_α + b₁ + W₁q q, f = W₂ tanh(u) + b₂
+        fixed = model.w_passage.bias + model.w_query(model.split_query(query)[0])
+        u = context @ model.w_passage.weight.T + fixed
+        top, weight, bias = torch.tanh(u), model.output.weight, model.output.bias
+    logits = top @ weight.T + bias
+    if not model.linear_decoder:  # a QA model answers among its candidates
+        logits = logits.masked_fill(model.split_query(query)[1] == 0, float("-inf"))
     target = logits.argmax(dim=-1) if target is None else target
     w, b = weight[target], bias[target]
     n_classes = weight.shape[0]
     if output == "margin" and n_classes > 1:
         w = w - (weight.sum(dim=0) - w) / (n_classes - 1)
         b = b - (bias.sum() - b) / (n_classes - 1)
-    score = (context * w).sum(dim=-1) + b
+    score = (top * w).sum(dim=-1) + b
 
-    # decoder: ε-rule from the score to h_α
+    # decoder: ε-rule from the score to its input (h_α, or the QA decoder's tanh(u))
     s = score / _stab(score, epsilon)
-    relevance_context = context * w * s[:, None]
+    relevance_context = top * w * s[:, None]
     absorbed = s * (b + epsilon * _sign(score))
+    if not model.linear_decoder:  # tanh as identity, then the ε-rule on u; b₁ and the query's share absorb theirs
+        s = relevance_context / _stab(u, epsilon)
+        relevance_context = context * (s @ model.w_passage.weight)
+        absorbed += (s * (fixed + epsilon * _sign(u))).sum(dim=-1)
     # attention-weighted sum, α constant
     s = relevance_context / _stab(context, epsilon)
     relevance_h = alpha.unsqueeze(-1) * hidden * s.unsqueeze(1)
