@@ -663,6 +663,12 @@ def test_user_jsonl_lines_end_only_at_newlines(tmp_path):
         # probably mistakes: each would train as a class of its own (label_names keeps one that is meant)
         ("r.csv", "text,label\na,pos\nb,NA\n", "r.csv:3: label 'NA' in column 'label' looks like a missing value"),
         ("x.csv", "text,label\na,pos\nb,#N/A\n", "x.csv:3: label '#N/A' in column 'label' looks like a missing"),
+        (
+            "m.jsonl",
+            '{"text": "a", "label": "neutral"}\n{"text": "b", "label": "-"}\n',
+            "m.jsonl:2: label '-' in column 'label' looks like a missing value (as R, pandas or a spreadsheet "
+            "write one; '-' is SNLI's and MultiNLI's mark of no gold label)",
+        ),
         ("p.jsonl", '{"text": "a", "label": "pos"}\n{"text": "b", "label": "None"}\n', "p.jsonl:2: label 'None'"),
         ("c.csv", "text,label\na,pos\nb,neg\nc,Pos\n", "c.csv:4: label 'Pos' differs only in case from 'pos'"),
         ("b.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": true}\n', "b.jsonl:2: label true/false in a"),

@@ -512,7 +512,7 @@ def _user_records(path: Path, fmt: str, encoding: str) -> Iterator[tuple[int, di
 
 _NUMBER = re.compile(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*")
 #: labels that spell a missing value (R's ``NA``, pandas' ``None``/``NaN``, a spreadsheet's ``#N/A``), lower-cased
-MISSING_LABELS = {"na", "n/a", "#n/a", "nan", "none", "null"}
+MISSING_LABELS = {"na", "n/a", "#n/a", "nan", "none", "null", "-"}  # "-": SNLI's and MultiNLI's "no gold label"
 
 
 def valid_unicode(value: str, at: str, column: str) -> str:
@@ -540,7 +540,8 @@ def checked_label(label: Any, at: str, column: str, label_names: list | None) ->
     if isinstance(label, str) and label.lower() in MISSING_LABELS and not named:
         raise AttnauditError(
             f"{at}: label {label!r} in column {column!r} looks like a missing value (as R, pandas or a spreadsheet "
-            "write one); fill it in or drop the row, or list it in label_names if it is a class"
+            "write one; '-' is SNLI's and MultiNLI's mark of no gold label); fill it in or drop the row, or list it "
+            "in label_names if it is a class"
         )
     if not isinstance(label, str | int | float):
         kind = {dict: "object", list: "array"}.get(type(label), type(label).__name__)
