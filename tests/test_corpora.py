@@ -665,9 +665,9 @@ def test_user_jsonl_lines_end_only_at_newlines(tmp_path):
         ("x.csv", "text,label\na,pos\nb,#N/A\n", "x.csv:3: label '#N/A' in column 'label' looks like a missing"),
         (
             "m.jsonl",
-            '{"text": "a", "label": "neutral"}\n{"text": "b", "label": "-"}\n',
-            "m.jsonl:2: label '-' in column 'label' looks like a missing value (as R, pandas or a spreadsheet "
-            "write one; '-' is SNLI's and MultiNLI's mark of no gold label)",
+            "".join(f'{{"text": "t{i}", "label": "{("entailment", "neutral")[i % 2]}"}}\n' for i in range(60))
+            + '{"text": "b", "label": "-"}\n',
+            "m.jsonl:61: label '-' on 1 of 61 rows, beside the classes entailment, neutral: SNLI and MultiNLI write",
         ),
         ("p.jsonl", '{"text": "a", "label": "pos"}\n{"text": "b", "label": "None"}\n', "p.jsonl:2: label 'None'"),
         ("c.csv", "text,label\na,pos\nb,neg\nc,Pos\n", "c.csv:4: label 'Pos' differs only in case from 'pos'"),
@@ -699,6 +699,9 @@ def test_user_labels_listed_in_label_names_are_classes_whatever_they_look_like(t
     assert frame["label"].tolist() == [2, 1, 0, 2] and manifest["label_names"] == ["pos", "Pos", "NA"]
     cfg = _user(tmp_path, "i.csv", "text,label\na,2\nb,0\n", label_names=[2, 0])  # integers, as the file has them
     assert build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)[0]["label"].tolist() == [0, 1]
+    signs = "text,label\n" + "a,+\nb,-\n" * 20  # sentiment +/-: '-' is a class, not a rare mark
+    _, manifest = build_corpus("mine", raw_dir=tmp_path, user_corpora=_user(tmp_path, "pm.csv", signs))
+    assert manifest["label_names"] == ["+", "-"]
     three_way = "text,label\n" + "a,-1\nb,0\nc,1\n" * 20  # sentiment -1/0/1: -1 is a class, not a rare marker
     frame, manifest = build_corpus("mine", raw_dir=tmp_path, user_corpora=_user(tmp_path, "s.csv", three_way))
     assert manifest["label_names"] == ["-1", "0", "1"] and frame["label"].tolist()[:3] == [0, 1, 2]

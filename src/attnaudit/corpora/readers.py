@@ -512,7 +512,7 @@ def _user_records(path: Path, fmt: str, encoding: str) -> Iterator[tuple[int, di
 
 _NUMBER = re.compile(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*")
 #: labels that spell a missing value (R's ``NA``, pandas' ``None``/``NaN``, a spreadsheet's ``#N/A``), lower-cased
-MISSING_LABELS = {"na", "n/a", "#n/a", "nan", "none", "null", "-"}  # "-": SNLI's and MultiNLI's "no gold label"
+MISSING_LABELS = {"na", "n/a", "#n/a", "nan", "none", "null"}
 
 
 def valid_unicode(value: str, at: str, column: str) -> str:
@@ -540,8 +540,7 @@ def checked_label(label: Any, at: str, column: str, label_names: list | None) ->
     if isinstance(label, str) and label.lower() in MISSING_LABELS and not named:
         raise AttnauditError(
             f"{at}: label {label!r} in column {column!r} looks like a missing value (as R, pandas or a spreadsheet "
-            "write one; '-' is SNLI's and MultiNLI's mark of no gold label); fill it in or drop the row, or list it "
-            "in label_names if it is a class"
+            "write one); fill it in or drop the row, or list it in label_names if it is a class"
         )
     if not isinstance(label, str | int | float):
         kind = {dict: "object", list: "array"}.get(type(label), type(label).__name__)
@@ -589,25 +588,28 @@ def _label_mapping(
     ]
     _check_case_variants(keys, where, key)
     if all(i is not None for i in ints):
-        _check_unlabelled_marker(ints, where, key)
+        _check_unlabelled_mark(ints, -1, where, key, "Hugging Face datasets write -1 for an example without a label")
         uniques = [str(i) for i in sorted(set(ints))]
     else:
+        _check_unlabelled_mark(keys, "-", where, key, "SNLI and MultiNLI write '-' for a pair without a gold label")
         uniques = sorted(set(keys))
     pos = {v: i for i, v in enumerate(uniques)}
     return uniques, [pos[k] for k in keys]
 
 
-def _check_unlabelled_marker(ints: list[int], where: list[str], key: str) -> None:
-    """Stop on a few labels -1 beside the classes 0…k: Hugging Face datasets write -1 for an example without a
-    label (SNLI's pairs without a gold label, 785 of 550,152 in train; GLUE's test splits), which would otherwise
-    train as a class of its own. -1 as a class in its own right (sentiment -1/0/1) is common, not rare."""
-    classes = sorted(set(ints) - {-1})
-    unlabelled = ints.count(-1)
-    if unlabelled and len(classes) >= 2 and classes == list(range(len(classes))) and unlabelled < 0.02 * len(ints):
+def _check_unlabelled_mark(labels: list, mark, where: list[str], key: str, who: str) -> None:
+    """Stop on a few labels ``mark`` beside two classes or more: how some corpora write an example without a label
+    (Hugging Face's -1: SNLI's 785 pairs without a gold label among 550,152 in train, GLUE's test splits; SNLI's
+    and MultiNLI's own '-'), which would otherwise train as a class of its own. As a class in its own right (-1 of
+    sentiment -1/0/1, '-' of '+'/'-') the mark is common, not rare. Integer marks: the classes must be 0…k."""
+    classes = sorted(set(labels) - {mark})
+    unlabelled = labels.count(mark)
+    numbered = not isinstance(mark, int) or classes == list(range(len(classes)))
+    if unlabelled and len(classes) >= 2 and numbered and unlabelled < 0.02 * len(labels):
+        beside = f"0–{classes[-1]}" if isinstance(mark, int) else ", ".join(map(str, classes[:5]))
         raise AttnauditError(
-            f"{where[ints.index(-1)]}: label -1 on {unlabelled} of {len(ints)} rows, beside the classes "
-            f"0–{classes[-1]}: Hugging Face datasets write -1 for an example without a label; drop those rows, or "
-            f"list the classes in {key} if -1 is one"
+            f"{where[labels.index(mark)]}: label {mark!r} on {unlabelled} of {len(labels)} rows, beside the classes "
+            f"{beside}: {who}; drop those rows, or list the classes in {key} if {mark!r} is one"
         )
 
 
