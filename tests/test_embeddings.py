@@ -150,3 +150,22 @@ def test_vectors_files_that_are_something_else_say_what_they_are(tmp_path):
     broken.write_text("2 5\nthe 1 2 3\n")
     with pytest.raises(AttnauditError, match="first vector is neither 5 numbers in text nor 5 binary floats"):
         vectors_format(broken)
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_vectors_with_none_of_the_vocabulary_stop_showing_both(tmp_path, binary):
+    """A file in another language or casing would leave every row random, 'pretrained' in name only: it stops,
+    showing the vocabulary's most frequent words and the file's first."""
+    from gensim.models import KeyedVectors
+
+    german = KeyedVectors(3)
+    german.add_vectors(["der", "die", "und"], np.eye(3, dtype=np.float32))
+    path = tmp_path / ("de.bin" if binary else "de.vec")
+    german.save_word2vec_format(str(path), binary=binary)
+    vocab = {PAD: 0, "<unk>": 1, "<s>": 2, "</s>": 3, "the": 4, "film": 5, ",": 6}
+    first = "'der'" if binary else "'der', 'die', 'und'"
+    match = (
+        rf"has none of the vocabulary's 7 words \(its most frequent: 'the', 'film', ','; the file's first: {first}\)"
+    )
+    with pytest.raises(AttnauditError, match=match):
+        load_pretrained(str(path), vocab, 3)

@@ -22,6 +22,7 @@ import numpy as np
 
 from attnaudit import AttnauditError
 from attnaudit.io import sha256_file
+from attnaudit.specials import SPECIALS
 
 #: the first int32 of a fastText model file (``FASTTEXT_FILEFORMAT_MAGIC_INT32`` in fastText's source)
 FASTTEXT_MAGIC = (793712314).to_bytes(4, "little")
@@ -110,6 +111,18 @@ def vectors_format(path: str | Path, where: str = "embeddings") -> VectorsFormat
     return VectorsFormat(binary=False, header=False, dim=max(sizes, key=sizes.count))
 
 
+def first_words(path: str | Path, n: int = 5) -> str:
+    """The words of a vectors file's first ``n`` vectors (of a binary file, its first), for a message."""
+    layout = vectors_format(path)
+    head = _head(Path(path), "embeddings")
+    body = head.split(b"\n", 1)[1] if layout.header else head
+    if layout.binary:
+        words = [body[: body.find(b" ")].lstrip(b"\n")]
+    else:
+        words = [line.partition(b" ")[0] for line in body.split(b"\n")[:n] if line.strip()]
+    return ", ".join(repr(word.decode("utf-8", "replace")) for word in words)
+
+
 def check_pretrained(path: str, dim: int, binary: bool | None, where: str) -> VectorsFormat:
     """Before any job runs: the vectors file ``path`` exists, is vectors in a format this reads, has the
     dimension the config asks for, and is binary or text as ``binary`` says (``None``: whatever it is)."""
@@ -165,10 +178,10 @@ def _binary_records(handle, layout: VectorsFormat, wanted: dict[bytes, str], pat
         at = end + 1 + width
 
 
-def load_pretrained(path: str, words, dim: int, binary: bool | None = None, sha256: str | None = None):
-    """gensim KeyedVectors of the ``words`` the vectors file at ``path`` has (a repeated word: its first vector),
-    read in one pass, and the file's :class:`VectorsFormat`; ``sha256``, given by the workflow when it planned
-    the job, must still be the file's."""
+def load_pretrained(path: str, vocab: dict[str, int], dim: int, binary: bool | None = None, sha256: str | None = None):
+    """gensim KeyedVectors of the words of ``vocab`` the vectors file at ``path`` has (a repeated word: its first
+    vector), read in one pass, and the file's :class:`VectorsFormat`; ``sha256``, given by the workflow when it
+    planned the job, must still be the file's. None of them in the file stops: it is the wrong file."""
     from gensim.models import KeyedVectors
 
     if not Path(path).exists():
@@ -179,7 +192,7 @@ def load_pretrained(path: str, words, dim: int, binary: bool | None = None, sha2
             "everything depending on it is redone"
         )
     layout = check_pretrained(path, dim, binary, "embeddings")
-    wanted = {word.encode("utf-8"): word for word in words}
+    wanted = {word.encode("utf-8"): word for word in vocab}
     records = _binary_records if layout.binary else _text_records
     found: dict[str, np.ndarray] = {}
     try:
@@ -188,6 +201,13 @@ def load_pretrained(path: str, words, dim: int, binary: bool | None = None, sha2
                 found.setdefault(word, vector)
     except (OSError, EOFError) as err:
         raise AttnauditError(f"embeddings.pretrained: {path} cannot be read to its end ({err})") from err
+    if not found:
+        frequent = [word for word in sorted(vocab, key=vocab.get) if word not in SPECIALS][:5]
+        raise AttnauditError(
+            f"embeddings.pretrained: {path} has none of the vocabulary's {len(wanted)} words (its most frequent: "
+            f"{', '.join(map(repr, frequent))}; the file's first: {first_words(path)}): is it the vectors meant, in "
+            "the corpus's language and casing (tokenise.lowercase)?"
+        )
     vectors = KeyedVectors(layout.dim)
     if found:
         vectors.add_vectors(list(found), np.stack(list(found.values())))
