@@ -110,11 +110,12 @@ def read_parquet(path: str | os.PathLike, **kwargs) -> pd.DataFrame:
     return read_written(path, lambda: pd.read_parquet(path, **kwargs))
 
 
-def parquet_columns(path: str | os.PathLike) -> list[str]:
-    """The column names of a parquet file, from its footer (no data read)."""
+def read_columns(path: str | os.PathLike, columns: list[str], optional: tuple[str, ...] = ()) -> pd.DataFrame:
+    """``columns`` of a parquet file, and those of ``optional`` that it has (its footer says which)."""
     import pyarrow.parquet as pq
 
-    return read_written(path, lambda: pq.read_schema(path).names)
+    present = set(read_written(path, lambda: pq.read_schema(path).names))
+    return read_parquet(path, columns=[*columns, *(column for column in optional if column in present)])
 
 
 def load_torch(path: str | os.PathLike, map_location=None):

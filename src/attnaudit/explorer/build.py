@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from attnaudit.io import merged_options, parquet_columns, read_json, read_parquet
+from attnaudit.io import merged_options, read_columns, read_json, read_parquet
 from attnaudit.specials import without_markers
 
 log = logging.getLogger(__name__)
@@ -66,8 +66,7 @@ class _Examples:
 
     def __call__(self, path: str) -> pd.DataFrame:
         if path not in self.cache:
-            query = ["query_tokens"] if "query_tokens" in parquet_columns(path) else []  # QA/NLI (J&W §3)
-            frame = read_parquet(path, columns=["id", "split", "label", "tokens", *query])
+            frame = read_columns(path, ["id", "split", "label", "tokens"], optional=("query_tokens",))  # QA/NLI
             self.cache[path] = frame[frame["split"] == self.split].drop(columns="split").reset_index(drop=True)
         return self.cache[path]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from attnaudit.io import parquet_columns, read_parquet, write_text
+from attnaudit.io import read_columns, read_parquet, write_text
 from attnaudit.labels import class_name, label_names
 from attnaudit.specials import without_markers
 
@@ -115,12 +115,12 @@ def write_heatmaps(
     """``manifest``: the corpus manifest, whose ``label_names`` name the true and predicted classes."""
     adversarial = read_parquet(adversarial_path)
     chosen = select_instances(adversarial, n, how, seed)
-    path = Path(dataset_dir) / "examples.parquet"
-    query = ["query_tokens"] if "query_tokens" in parquet_columns(path) else []  # QA/NLI (J&W §3)
-    examples = read_parquet(path, columns=["id", "tokens", *query])
+    examples = read_columns(Path(dataset_dir) / "examples.parquet", ["id", "tokens"], optional=("query_tokens",))
     examples = examples[examples["id"].isin(set(chosen["id"]))]
     tokens_by_id = {i: list(t) for i, t in zip(examples["id"], examples["tokens"])}
-    queries_by_id = {i: without_markers(q) for i, q in zip(examples["id"], examples["query_tokens"])} if query else None
+    queries_by_id = None  # QA/NLI (J&W §3): the question or hypothesis
+    if "query_tokens" in examples:
+        queries_by_id = {i: without_markers(q) for i, q in zip(examples["id"], examples["query_tokens"])}
     page = render(dataset, model, chosen, tokens_by_id, epsilon, label_names(manifest), queries_by_id)
     write_text(out, page)
     log.info("heatmaps of %d instances → %s", len(chosen), out)

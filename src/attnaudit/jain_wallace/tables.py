@@ -383,10 +383,6 @@ def seeds_markdown(frame: pd.DataFrame) -> str:
     )
 
 
-def any_qa(runs: list[dict], dataset: str) -> bool:
-    return any(run.get("qa") for run in runs if run["dataset"] == dataset)
-
-
 def write_tables(runs: list[dict], out_dir: str | Path, options: dict | None = None) -> dict:
     """``runs``: [{dataset, model, corpus, selection, encoder, attention, regulariser, seed, correlation,
     permutation, adversarial, manifest?, metrics?, qa?}], the three audits the paths of the model's gathered
@@ -401,7 +397,8 @@ def write_tables(runs: list[dict], out_dir: str | Path, options: dict | None = N
     }
     corpora = {r["dataset"]: r.get("corpus", r["dataset"]) for r in runs}
     # QA/NLI (a run's ``qa``, or a corpus J&W report so): J&W report all instances pooled (their classes are answers)
-    overall = [d for d, c in corpora.items() if "all" in JW_TABLE2.get(c, {}) or any_qa(runs, d)]
+    qa = {r["dataset"] for r in runs if r.get("qa")}
+    overall = [d for d, c in corpora.items() if "all" in JW_TABLE2.get(c, {}) or d in qa]
     if overall:
         extra = overall_rows(_load([r for r in runs if r["dataset"] in overall], "correlation"), opts, overall)
         tables["correlation"] = pd.concat([tables["correlation"], extra], ignore_index=True)
