@@ -949,3 +949,17 @@ def test_a_host_that_never_answers_is_tried_once(tmp_path, monkeypatch):
         with pytest.raises(AttnauditError, match=r"x.csv is missing: .* no answer within 0.2 s"):
             fetch.fetch_corpus(_toy_spec(item), None, tmp_path / "raw")
     assert calls == [url] and not list((tmp_path / "raw").rglob("*.part"))
+
+
+def test_user_html_line_breaks_are_spaces_as_in_jws_imdb(tmp_path):
+    """A Hugging Face export of IMDB keeps ``<br />``: read as a space, as J&W's IMDB preprocessing (and our IMDB
+    reader) has it, counted in the manifest; the tokeniser would otherwise glue it to the words beside it."""
+    from attnaudit.tokenise import tokenize_texts
+
+    content = 'text,label\n"A great film.<br /><br />I loved it.",pos\n"Dull.<BR>Very<br/>dull",neg\nfine,pos\n'
+    frame, manifest = build_corpus("mine", raw_dir=tmp_path, user_corpora=_user(tmp_path, "imdb.csv", content))
+    assert tokenize_texts(frame["text"].tolist()[:2], lowercase=True) == [
+        ["a", "great", "film", ".", "i", "loved", "it", "."],
+        ["dull", ".", "very", "dull"],
+    ]
+    assert manifest["reader"]["documents_with_html_line_breaks"] == 2

@@ -701,12 +701,14 @@ def user_id(value: Any, at: str, column: str) -> str:
 
 
 def user_text(record: dict, column: str, at: str) -> str:
-    """The text in ``column`` of a user record ('' for an empty or null cell), valid Unicode."""
+    """The text in ``column`` of a user record ('' for an empty or null cell), valid Unicode, HTML line breaks
+    (``<br />``: a Hugging Face export of IMDB keeps them) as spaces, as J&W's IMDB preprocessing has them; the
+    tokeniser would glue them to the words beside them (``film.<br``, ``/>i``)."""
     text = record[column]
     if text is not None and not isinstance(text, str):
         raise AttnauditError(f"{at}: column {column!r} must be text, found {type(text).__name__}")
     valid_unicode(text or "", at, column)
-    return text or ""
+    return _BR.sub(" ", text or "")
 
 
 def distinct_columns(name: str, config: dict) -> None:
@@ -753,6 +755,7 @@ def read_user(name: str, config: dict) -> tuple[pd.DataFrame, dict]:
         "id_column": id_col,
     }
     texts, queries, values, splits, ids, where = [], [], [], [], [], []
+    line_breaks = 0  # documents with HTML line breaks (spaces now)
     for n, (line, record) in enumerate(_user_records(path, fmt, encoding)):
         at = f"{path}:{line}"
         for option, key in columns.items():
@@ -766,6 +769,7 @@ def read_user(name: str, config: dict) -> tuple[pd.DataFrame, dict]:
         if isinstance(label, str):
             valid_unicode(label, at, label_col)
         text = user_text(record, text_col, at)
+        line_breaks += text != (record[text_col] or "")
         if query_col is not None:
             queries.append(user_text(record, query_col, at))
         split = "all"
@@ -806,6 +810,7 @@ def read_user(name: str, config: dict) -> tuple[pd.DataFrame, dict]:
     info = {
         "label_names": label_names,
         "label_mapping": mapping,
+        "documents_with_html_line_breaks": line_breaks,  # replaced by spaces
         "files": [
             {
                 "path": str(path.resolve()),
@@ -816,6 +821,8 @@ def read_user(name: str, config: dict) -> tuple[pd.DataFrame, dict]:
         ],
     }
     log.info("user corpus %s: %d documents from %s", name, len(frame), path)
+    if line_breaks:
+        log.info("user corpus %s: HTML line breaks (<br />) in %d documents read as spaces", name, line_breaks)
     return frame, info
 
 
