@@ -1,4 +1,5 @@
 import gzip
+import importlib.util
 import lzma
 import zipfile
 
@@ -137,6 +138,11 @@ def test_vectors_files_that_are_something_else_say_what_they_are(tmp_path):
     unnamed.write_bytes(gzip.compress(text.read_bytes()))
     with pytest.raises(AttnauditError, match="vectors.txt is gzip-compressed; name it with the suffix .gz"):
         vectors_format(unnamed)
+    if importlib.util.find_spec("zstandard") is None:  # smart_open reads .zst with it
+        zstd = tmp_path / "vectors.vec.zst"
+        zstd.write_bytes(b"\x28\xb5\x2f\xfd" + bytes(16))
+        with pytest.raises(AttnauditError, match=r"reading a .zst file needs a package this installation lacks"):
+            vectors_format(zstd)
     model = tmp_path / "cc.en.300.bin"
     model.write_bytes((793712314).to_bytes(4, "little") + (12).to_bytes(4, "little") + bytes(64))
     with pytest.raises(AttnauditError, match=r"cc.en.300.bin is a fastText model \(.bin\), not word vectors"):

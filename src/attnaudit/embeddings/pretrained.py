@@ -1,7 +1,7 @@
 """User-supplied word vectors as they are distributed (J&W Appendix A initialise from FastText/GloVe vectors).
 
 Read: word2vec text (fastText's ``.vec``), word2vec binary (``GoogleNews-vectors-negative300.bin``) and GloVe
-text, which has no ``<words> <dimension>`` header line, each also compressed (``.gz``, ``.bz2``, ``.xz``, ...: as
+text, which has no ``<words> <dimension>`` header line, each also compressed (``.gz``, ``.bz2``, ``.xz``: as
 smart_open, gensim's file layer, opens them). The format is read from the file's first bytes; ``binary``, if the
 config gives it, is checked against it. What cannot be read says what the file is: a zip archive (GloVe and
 fastText ship zips) names its members; fastText's own ``.bin`` model points to its ``.vec``.
@@ -73,6 +73,11 @@ def _head(path: Path, where: str) -> bytes:
             head = handle.read(HEAD_BYTES)
     except (OSError, EOFError, gzip.BadGzipFile) as err:
         raise AttnauditError(f"{where}.pretrained: {path} cannot be decompressed ({err})") from err
+    except ImportError as err:  # smart_open reads .zst and .lz4 with packages not installed here
+        raise AttnauditError(
+            f"{where}.pretrained: reading a {path.suffix} file needs a package this installation lacks ({err}); "
+            "decompress it, or compress it as .gz, .bz2 or .xz"
+        ) from err
     if head.startswith(FASTTEXT_MAGIC):
         raise AttnauditError(
             f"{where}.pretrained: {path} is a fastText model (.bin), not word vectors; give the .vec file "
