@@ -222,13 +222,13 @@ def lrp_relevance(
     context = torch.einsum("bt,btm->bm", alpha, hidden)
     if model.linear_decoder:
         top, weight, bias = context, model.decoder.weight, model.decoder.bias
-    else:  # QA/NLI: u = W₁p h_α + b₁ + W₁q q, f = W₂ tanh(u) + b₂
-        fixed = model.w_passage.bias + model.w_query(model.split_query(query)[0])
+        logits = top @ weight.T + bias
+    else:  # QA/NLI: u = W₁p h_α + b₁ + W₁q q, f = W₂ tanh(u) + b₂, answered among the candidates
+        q, allowed = model.split_query(query)
+        fixed = model.w_passage.bias + model.w_query(q)
         u = context @ model.w_passage.weight.T + fixed
         top, weight, bias = torch.tanh(u), model.output.weight, model.output.bias
-    logits = top @ weight.T + bias
-    if not model.linear_decoder:  # a QA model answers among its candidates
-        logits = logits.masked_fill(model.split_query(query)[1] == 0, float("-inf"))
+        logits = (top @ weight.T + bias).masked_fill(allowed == 0, float("-inf"))
     target = logits.argmax(dim=-1) if target is None else target
     w, b = weight[target], bias[target]
     n_classes = weight.shape[0]
