@@ -418,6 +418,7 @@ class OriginalReadout:
     of the original positions before and from every position (:func:`running_aggregates`)."""
 
     def __init__(self, model, batch: Batch):
+        self.attention = model.attention
         self.hidden = model.encode(model.embed(batch), batch.mask)
         query = model.encode_query(batch)
         self.attention_query = model.attention_query(query)
@@ -429,8 +430,21 @@ class OriginalReadout:
         self.before = running_aggregates(scores, self.logits, reverse=False)
         self.after = running_aggregates(scores, self.logits, reverse=True)
 
-    def fields(self) -> tuple:
-        return self.hidden, self.attention_query, self.linear, self.bias, self.finish
+    def windows_per_slice(self, window: int, max_elements: int) -> int:
+        """How many rows' windows of ``window`` tokens (each over the whole batch) fit ``max_elements`` floats."""
+        return max(1, max_elements // (self.hidden.shape[0] * window * self.hidden.shape[-1]))
+
+    def add_windows(self, acc: SoftmaxAccumulator, rows: slice, states: torch.Tensor, kept: torch.Tensor) -> None:
+        """Add to ``acc``'s ``rows`` the recomputed states ``[n·B, w, m]`` of their windows: attention scores
+        (−∞ where not ``kept`` ``[n, B, w]``) and the decoder's linear part."""
+        n_rows, n_batch, n_window = kept.shape
+        query = None if self.attention_query is None else self.attention_query.repeat(n_rows, 1)
+        scores = self.attention.scores(states, query).view(n_rows, n_batch, n_window)
+        scores = scores.masked_fill(~kept, float("-inf"))
+        logits = (states @ self.linear.t() + self.bias).view(n_rows, n_batch, n_window, -1)
+        ones = torch.ones_like(scores[..., 0])
+        for i in range(n_window):
+            acc.add(rows, scores[..., i], ones, logits[:, :, i])
 
     def outside_windows(self, t: torch.Tensor, radius: int) -> SoftmaxAccumulator:
         """A softmax per row t ``[len(t), B]`` holding the original positions before t − ``radius`` and after
@@ -454,14 +468,13 @@ def local_deletion_logits(model, batch: Batch, first: int, last: int, max_elemen
     n_batch, width = mask.shape
     with torch.no_grad():
         original = OriginalReadout(model, batch)
-        hidden, attention_query, linear, bias, finish = original.fields()
         markers = torch.as_tensor(model.attention.markers, dtype=batch.tokens.dtype, device=mask.device)
         excludes_markers = (mask & ~original.support).any(dim=1)  # [B]: its markers are outside the support
         t = torch.arange(first, last, device=mask.device)
         acc = original.outside_windows(t, radius)
         if radius:
             span = torch.arange(4 * radius, device=mask.device)
-            per = max(1, max_elements // (n_batch * 4 * radius * hidden.shape[-1]))
+            per = original.windows_per_slice(4 * radius, max_elements)
             for start in range(0, len(t), per):
                 rows = slice(start, start + per)
                 here = t[rows]
@@ -472,18 +485,11 @@ def local_deletion_logits(model, batch: Batch, first: int, last: int, max_elemen
                 tokens = tokens.masked_fill(~inside, model.cfg.pad_index).flatten(0, 1)
                 window = Batch(tokens, inside.flatten(0, 1))
                 states = model.encode(model.embed(window), window.mask)[:, radius : 3 * radius]  # [n·B, 2r, m]
-                repeat = None if attention_query is None else attention_query.repeat(len(here), 1)
-                window_scores = model.attention.scores(states, repeat).view(len(here), n_batch, 2 * radius)
-                window_logits = (states @ linear.t() + bias).view(len(here), n_batch, 2 * radius, -1)
                 position = here[:, None] - radius + span[None, : 2 * radius]  # deleted positions j [n, 2r]
                 real = (position[:, None, :] >= 0) & (position[:, None, :] < lengths[None, :, None] - 1)
                 marker = torch.isin(tokens.view(len(here), n_batch, 4 * radius)[..., radius : 3 * radius], markers)
-                outside = ~real | (marker & excludes_markers[None, :, None])
-                window_scores = window_scores.masked_fill(outside, float("-inf"))
-                ones = torch.ones_like(window_scores[..., 0])
-                for i in range(2 * radius):
-                    acc.add(rows, window_scores[..., i], ones, window_logits[:, :, i])
-        return finish(acc.logits(), model.deletion_candidates(batch, first, last))
+                original.add_windows(acc, rows, states, real & ~(marker & excludes_markers[None, :, None]))
+        return original.finish(acc.logits(), model.deletion_candidates(batch, first, last))
 
 
 def local_occlusion_logits(model, batch: Batch, max_elements: int = 1 << 24) -> torch.Tensor:
@@ -498,11 +504,10 @@ def local_occlusion_logits(model, batch: Batch, max_elements: int = 1 << 24) -> 
     n_batch, width = mask.shape
     with torch.no_grad():
         original = OriginalReadout(model, batch)
-        hidden, attention_query, linear, bias, finish = original.fields()
         t = torch.arange(width, device=mask.device)
         acc = original.outside_windows(t, radius)
         span = torch.arange(4 * radius + 1, device=mask.device)
-        per = max(1, max_elements // (n_batch * (4 * radius + 1) * hidden.shape[-1]))
+        per = original.windows_per_slice(4 * radius + 1, max_elements)
         for start in range(0, width, per):
             rows = slice(start, start + per)
             here = t[rows]
@@ -513,16 +518,8 @@ def local_occlusion_logits(model, batch: Batch, max_elements: int = 1 << 24) -> 
             embedded = model.embed(window)
             embedded[:, 2 * radius] = 0.0  # the occluded token, at the centre
             states = model.encode(embedded, window.mask)[:, radius : 3 * radius + 1]  # [n·B, 2r + 1, m]
-            repeat = None if attention_query is None else attention_query.repeat(len(here), 1)
-            window_scores = model.attention.scores(states, repeat).view(len(here), n_batch, 2 * radius + 1)
-            window_logits = (states @ linear.t() + bias).view(len(here), n_batch, 2 * radius + 1, -1)
             position = here[:, None] - radius + span[None, : 2 * radius + 1]  # the changed positions [n, 2r + 1]
             real = (position[:, None, :] >= 0) & (position[:, None, :] < lengths[None, :, None])
-            kept = (
-                real & original.support[torch.arange(n_batch)[None, :, None], position.clamp(0, width - 1)[:, None, :]]
-            )
-            window_scores = window_scores.masked_fill(~kept, float("-inf"))
-            ones = torch.ones_like(window_scores[..., 0])
-            for i in range(2 * radius + 1):
-                acc.add(rows, window_scores[..., i], ones, window_logits[:, :, i])
-        return finish(acc.logits())
+            supported = original.support[torch.arange(n_batch)[None, :, None], position.clamp(0, width - 1)[:, None, :]]
+            original.add_windows(acc, rows, states, real & supported)
+        return original.finish(acc.logits())
