@@ -134,6 +134,21 @@ def test_a_user_nli_corpus_plans_jws_qa_models_and_no_stage_that_needs_a_classif
     assert "config wiegreffe_pinter.datasets: ['mine'] are QA/NLI datasets" in said(dry_run(tmp_path, cfg))
 
 
+def test_a_user_qa_corpus_whose_answers_no_passage_could_hold_stops_the_dry_run(tmp_path):
+    """``candidates: passage`` reads each class as an answer word of the passage (J&W §3, CNN): without a query it
+    is no QA corpus, and an answer of two tokens is no passage token; both stop the dry run, naming the key or the
+    answer."""
+    path = tmp_path / "qa.csv"
+    rows = [("we walked to the new york office", "where did we walk", "new york")]
+    rows += [(f"we walked to the {place}", "where did we walk", place) for place in ("park", "office")]
+    pd.DataFrame(rows * 10, columns=["story", "question", "answer"]).to_csv(path, index=False)
+    cfg = user_config(path, text_column="story", label_column="answer", candidates="passage")
+    assert "corpora.user.mine.candidates: passage masks a QA model's answers" in said(dry_run(tmp_path, cfg))
+    cfg["corpora"]["user"]["mine"]["query_column"] = "question"
+    expected = "answers must be one token each, as the candidates are the passage's tokens; {'new york': ['new', "
+    assert expected in said(dry_run(tmp_path, cfg))
+
+
 def test_a_user_tsv_gives_the_documents_of_the_same_rows_as_csv(tmp_path):
     """The same rows as TSV (format from the .tsv suffix) and as CSV give the same documents; read as CSV,
     the TSV stops the dry run naming the format that reads it."""
@@ -265,6 +280,7 @@ def test_a_large_corpus_copied_back_or_its_entry_written_out_reruns_nothing(tmp_
     corpus.write_bytes(copy.read_bytes())  # the same bytes, a new modification time
     assert "Nothing to be done" in snakemake(tmp_path, "-n", target, config=config).stdout
     restated = user_config(Path("./mine.csv"), format="csv", split_column=None, id_column=None, encoding="UTF-8")
+    restated["corpora"]["user"]["mine"] |= {"query_column": None, "candidates": "all"}
     config.write_text(yaml.safe_dump(restated))
     out = snakemake(tmp_path, "-n", target, config=config).stdout
     assert "Nothing to be done" in out, out[-3000:]

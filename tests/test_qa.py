@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -689,6 +690,76 @@ def test_a_user_qa_corpus_is_the_builtin_babi_it_was_written_from(tmp_path):
         user_spec("mine", {**entry, "query_column": "story"})
     with pytest.raises(AttnauditError, match=r"has no column 'hypothesis' \(corpora.user.mine.query_column"):
         readers.read_user("mine", {**entry, "query_column": "hypothesis"})
+
+
+def write_user_qa(path: Path, rows: list[tuple[str, str, str]]) -> dict:
+    """A user QA corpus (story, question, answer) with ``candidates: passage``; returns its config entry."""
+    pd.DataFrame(rows, columns=["story", "question", "answer"]).to_csv(path, index=False)
+    return {"path": str(path), "text_column": "story", "query_column": "question", "label_column": "answer"} | {
+        "candidates": "passage"
+    }
+
+
+def test_user_qa_candidates_from_the_passage_mask_the_answers_as_cnns_entities(tmp_path):
+    """``candidates: passage`` (J&W §3, their CNN model): the documents carry each row's answer word, tokenised as
+    the passages are; a row whose answer is not in its passage is dropped and counted; the model may answer only
+    the classes whose word is in the passage (logits −inf elsewhere). Without it every class is a candidate."""
+    from attnaudit.corpora.registry import user_spec
+
+    stories = [
+        ("Mary went to the Kitchen . John went to the garden", "where is Mary", "kitchen"),
+        ("John moved to the office . Mary went to the garden", "where is John", "office"),
+        ("Sandra went to the garden . Mary went to the office", "where is Sandra", "garden"),
+        ("Daniel went to the hallway", "where is Daniel", "kitchen"),  # not in its passage
+    ] * 10
+    entry = write_user_qa(tmp_path / "qa.csv", stories)
+    documents, info = readers.read_user("mine", entry)
+    assert info["label_names"] == ["garden", "kitchen", "office"]
+    assert list(documents["answer"][:4]) == ["kitchen", "office", "garden", "kitchen"]
+    examples, vocab, stats = tokenise_documents(documents, {}, seed=0, where="datasets.mine")
+    assert stats["dropped"]["answer not in passage"] == 10 and len(examples) == 30
+    ids = candidate_ids(examples, vocab, 3)
+    assert [next(w for w, i in vocab.items() if i == c) for c in ids] == ["garden", "kitchen", "office"]
+    torch.manual_seed(0)
+    cfg = QAConfig(vocab_size=len(vocab), num_classes=3, encoder="lstm", embedding_dim=6, lstm_hidden=4)
+    model = QAModel(replace(cfg, candidate_ids=ids), torch.randn(len(vocab), 6)).eval()
+    split = examples["split"].iloc[0]
+    encoded = encode_split(examples, vocab, split)
+    batch = encoded.batch(np.arange(len(encoded)))
+    logits = model(batch).logits
+    passages = [set(tokens) for tokens in examples[examples["split"] == split]["tokens"]]
+    allowed = torch.tensor([[name in words for name in info["label_names"]] for words in passages])
+    assert torch.isfinite(logits).eq(allowed).all() and allowed.sum(dim=1).eq(2).all()
+    every = readers.read_user("mine", {**entry, "candidates": "all"})[0]
+    assert "answer" not in every and candidate_ids(tokenise_documents(every, {}, seed=0)[0], vocab, 3) == ()
+    with pytest.raises(AttnauditError, match="candidates: passage masks a QA model's answers .* needs query_column"):
+        user_spec("mine", {**entry, "query_column": None})
+
+
+@pytest.mark.parametrize(
+    ("answers", "said"),
+    [
+        (["new york", "paris"], r"answers must be one token each, .*\{'new york': \['new', 'york'\]\} are not"),
+        (["room 2", "room"], r"one token each.*'room 2': \['room', 'qqq'\]"),
+        (["2", "3"], r"tokenise alike \(lowercase, every token with a digit → qqq\).*\{'qqq': \['2', '3'\]\}"),
+    ],
+)
+def test_user_qa_answers_that_no_passage_token_could_name_stop(tmp_path, answers, said):
+    """With ``candidates: passage`` an answer is a class's word among the passage's tokens: an answer of several
+    tokens, or two answers that tokenise alike, stop, naming them."""
+    rows = [(f"we met in {answer} and then went home", "where", answer) for answer in answers] * 10
+    documents, _ = readers.read_user("mine", write_user_qa(tmp_path / "qa.csv", rows))
+    with pytest.raises(AttnauditError, match=f"datasets.mine: .*{said}"):
+        tokenise_documents(documents, {}, seed=0, where="datasets.mine")
+
+
+def test_cnn_examples_keep_their_entities_as_answers(tmp_path):
+    """The answer tokens of CNN (``@entity`` words) are their words: the tokeniser keeps them, no block is dropped."""
+    docs, _ = cnn_documents(tmp_path)
+    examples, _, stats = tokenise_documents(docs, {}, seed=0)
+    assert stats["dropped"]["answer not in passage"] == 0
+    expected = docs.set_index("id").loc[examples["id"], "answer"]
+    assert examples["answer"].tolist() == expected.tolist()
 
 
 def test_jw_heatmaps_of_a_qa_dataset_show_each_instance_its_query(tmp_path):

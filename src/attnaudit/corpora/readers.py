@@ -455,6 +455,7 @@ USER_KEYS = {
     "text_column",
     "label_column",
     "query_column",
+    "candidates",
     "split_column",
     "id_column",
     "label_names",
@@ -665,6 +666,8 @@ def without_restated_options(entry: dict) -> dict:
     def restated(key: str, value: Any) -> bool:
         if key in ("query_column", "split_column", "id_column"):
             return value is None
+        if key == "candidates":
+            return value in (None, "all")
         if key == "format":
             return value == _format_of_suffix(entry.get("path", ""))
         if key == "encoding":
@@ -728,12 +731,29 @@ def distinct_columns(name: str, config: dict) -> None:
         named[column] = option
 
 
+def answers_from_passage(name: str, config: dict) -> bool:
+    """``candidates: passage`` (J&W §3, their CNN model): each class is an answer word, and an instance may answer
+    only the classes whose word occurs in its passage. It needs a QA corpus (``query_column``)."""
+    if config.get("candidates") in (None, "all"):
+        return False
+    if config.get("candidates") != "passage":
+        raise AttnauditError(f"corpora.user.{name}.candidates: {config['candidates']!r}; expected all or passage")
+    if not config.get("query_column"):
+        raise AttnauditError(
+            f"corpora.user.{name}.candidates: passage masks a QA model's answers to the words of its passage; "
+            "it needs query_column (the question beside the passage in text_column)"
+        )
+    return True
+
+
 def read_user(name: str, config: dict) -> tuple[pd.DataFrame, dict]:
     """A user's own CSV/TSV/JSONL corpus declared in config: ``{path, format, text_column,
-    label_column, query_column?, split_column?, id_column?, label_names?, encoding?}``.
+    label_column, query_column?, candidates?, split_column?, id_column?, label_names?, encoding?}``.
 
     With ``query_column`` the corpus is QA/NLI (J&W §3): the documents carry the query (question, hypothesis)
-    beside the passage or premise in ``text``, which is what attention weighs. Without ``split_column`` every row
+    beside the passage or premise in ``text``, which is what attention weighs. With ``candidates: passage`` they
+    also carry the answer word (the class name), from which the model takes each instance's candidates, the
+    classes whose word is in its passage (:func:`answers_from_passage`). Without ``split_column`` every row
     gets split "all" (the tokeniser makes seeded stratified splits). Empty texts and queries are kept (the
     tokeniser drops and counts them). The file's sha256 is recorded and, when the workflow passes the hash it
     planned with (``sha256``), checked.
@@ -746,7 +766,11 @@ def read_user(name: str, config: dict) -> tuple[pd.DataFrame, dict]:
             f"directory, {Path.cwd()})"
         )
     text_col, label_col, query_col = config["text_column"], config["label_column"], config.get("query_column")
-    split_col, id_col = config.get("split_column"), config.get("id_column")
+    split_col, id_col, with_answers = (
+        config.get("split_column"),
+        config.get("id_column"),
+        answers_from_passage(name, config),
+    )
     columns = {
         "text_column": text_col,
         "label_column": label_col,
@@ -796,6 +820,9 @@ def read_user(name: str, config: dict) -> tuple[pd.DataFrame, dict]:
     rows = [{"id": i, "split": s, "label": lab, "text": t} for i, s, lab, t in zip(ids, splits, labels, texts)]
     if query_col is None:
         frame = _frame(rows)
+    elif with_answers:  # the answer word, as CNN's documents carry it
+        rows = [{**row, "query": query, "answer": label_names[row["label"]]} for row, query in zip(rows, queries)]
+        frame = _frame(rows, extra=("query", "answer"))
     else:
         frame = _frame([{**row, "query": query} for row, query in zip(rows, queries)], extra=("query",))
     mapping = {}

@@ -337,6 +337,7 @@ def user_spec(name: str, config: Any) -> CorpusSpec:
         raise AttnauditError(f"corpora.user.{name}: missing required key(s) {missing}")
     readers.user_format(name, config)
     readers.distinct_columns(name, config)
+    readers.answers_from_passage(name, config)
     extra = config.get("defaults") or {}
     base = _defaults(1, dev_fraction=0.2, test_fraction=0.2)
     if set(extra) - set(base):

@@ -179,6 +179,11 @@ def tokenise_documents(
     empty = docs["n_tokens"] == 0
     dropped["empty"] = int(empty.sum())
     docs = docs[~empty]
+    if "answer" in docs.columns:  # candidates are the classes whose answer word is in the passage (J&W §3: CNN)
+        docs = docs.assign(answer=docs["label"].map(answer_tokens(docs, options["lowercase"], where)))
+        absent = np.array([answer not in tokens for answer, tokens in zip(docs["answer"], docs["tokens"])], bool)
+        dropped["answer not in passage"] = int(absent.sum())
+        docs = docs[~absent]
     marker_count = 2 if options["markers"] else 0
     length_filters = []  # the options that dropped documents
     if options["max_tokens"]:
@@ -234,6 +239,32 @@ def tokenise_documents(
     examples = docs[columns].reset_index(drop=True)
     stats = _stats(examples, vocab, dropped, options)
     return examples, vocab, stats
+
+
+def answer_tokens(docs: pd.DataFrame, lowercase: bool, where: str) -> dict[int, str]:
+    """Each class's answer word as the passages are tokenised (``{label: token}``), so that a class is a candidate
+    where its token occurs (J&W's CNN entities are tokens as written). An answer of several tokens, or two classes
+    whose answers tokenise alike (case under ``lowercase``, digits → qqq), could never be told apart by the
+    passage's tokens: either stops, naming the answers."""
+    answers = docs[["label", "answer"]].drop_duplicates().sort_values("label")
+    tokens = dict(zip(answers["label"], tokenize_texts(answers["answer"].tolist(), lowercase=lowercase)))
+    words = dict(zip(answers["label"], answers["answer"]))
+    several = {words[label]: toks for label, toks in tokens.items() if len(toks) != 1}
+    if several:
+        raise AttnauditError(
+            f"{where}: answers must be one token each, as the candidates are the passage's tokens; "
+            f"{abridged(several)} are not"
+        )
+    classes: dict[str, list] = {}
+    for label, (token,) in tokens.items():
+        classes.setdefault(token, []).append(words[label])
+    alike = {token: names for token, names in classes.items() if len(names) > 1}
+    if alike:
+        raise AttnauditError(
+            f"{where}: the answers of different classes tokenise alike (lowercase, every token with a digit → qqq), "
+            f"so no passage could tell them apart: {abridged(alike)}"
+        )
+    return {label: toks[0] for label, toks in tokens.items()}
 
 
 def _shift_important(row, marker_count: int) -> list[int]:
@@ -383,7 +414,8 @@ def check_user_dataset(dataset: str, corpus: str, entry: dict, options: dict, se
     """Before any job runs: the user corpus ``corpus`` (``corpora.user.<corpus>``) can be read and split into
     train/dev/test with every class of the corpus in each split (of a QA/NLI corpus, two classes and every split
     non-empty), as :func:`tokenise_documents` will split it once ``max_examples`` has sliced it and empty
-    documents are dropped (its length filters aside)."""
+    documents are dropped (its length filters and the drop of answers not in their passage aside: they need every
+    passage tokenised), and that answer words are one token each."""
     from attnaudit.corpora.readers import read_user
 
     documents, info = read_user(corpus, entry)
@@ -408,6 +440,8 @@ def check_user_dataset(dataset: str, corpus: str, entry: dict, options: dict, se
             )
         blank |= empty
     documents = documents[~blank]  # the tokeniser drops documents (and queries) without tokens
+    if "answer" in documents.columns:  # candidates: passage; whether each answer is in its passage: the job's
+        answer_tokens(documents, options["lowercase"], where)
     try:
         check_splits(assign_splits(documents, options, seed), where, not query, info["label_names"])
     except AttnauditError as err:
