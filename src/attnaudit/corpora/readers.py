@@ -766,11 +766,8 @@ def read_user(name: str, config: dict) -> tuple[pd.DataFrame, dict]:
             f"directory, {Path.cwd()})"
         )
     text_col, label_col, query_col = config["text_column"], config["label_column"], config.get("query_column")
-    split_col, id_col, with_answers = (
-        config.get("split_column"),
-        config.get("id_column"),
-        answers_from_passage(name, config),
-    )
+    split_col, id_col = config.get("split_column"), config.get("id_column")
+    with_answers = answers_from_passage(name, config)
     columns = {
         "text_column": text_col,
         "label_column": label_col,
