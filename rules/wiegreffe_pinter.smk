@@ -57,7 +57,8 @@ rule wp_seed_variance:
 rule wp_seed_figures:
     """W&P Fig. 3 in J&W Fig. 8's plane: seeds and J&W's adversaries, same axes; JSD vs TVD scatter."""
     input:
-        "results/audits/{dataset}/wp_seed_variance.parquet",
+        seed_variance="results/audits/{dataset}/wp_seed_variance.parquet",
+        manifest=lambda wc: manifest_path(wc.dataset),
     output:
         violin=report(
             "results/figures/wiegreffe_pinter/{dataset}/fig3_seed_variance.png",
@@ -80,8 +81,9 @@ rule wp_seed_figures:
     params:
         options=as_json(wp_options("seeds", "attention_bins")),
     shell:
-        "python -m attnaudit wiegreffe-pinter seed-figures --seed-variance {input:q} --out-violin {output.violin:q}"
-        " --out-scatter {output.scatter:q} --title {wildcards.dataset} --options {params.options:q} > {log:q} 2>&1"
+        "python -m attnaudit wiegreffe-pinter seed-figures --seed-variance {input.seed_variance:q}"
+        " --out-violin {output.violin:q} --out-scatter {output.scatter:q} --title {wildcards.dataset}"
+        " --options {params.options:q} --manifest {input.manifest:q} > {log:q} 2>&1"
 
 
 rule wp_seed_table:

@@ -250,6 +250,24 @@ def tables_md(tmp_path, name):
     return (tmp_path / "tables" / f"{name}.md").read_text()
 
 
+def test_figures_colour_each_predicted_class_of_a_few_and_pool_many():
+    """J&W colour the predicted classes: a corpus of at most five classes gets each its name and a colour of its own,
+    the same in every panel (by class index, not by the classes a panel happens to show); a corpus of more (a
+    30-topic user corpus, bAbI's answer words) is one group, which recycled colours and a legend of dozens could
+    not show."""
+    from attnaudit.plotting import CLASS_COLOURS, class_groups
+
+    names = ["entailment", "neutral", "contra$diction"]
+    groups, palette = class_groups(pd.Series([2, 0, 2]), names)
+    assert groups.tolist() == [r"contra\$diction", "entailment", r"contra\$diction"]
+    assert palette == {"entailment": CLASS_COLOURS[0], r"contra\$diction": CLASS_COLOURS[2]}
+    assert class_groups(pd.Series([1, 3]), [])[1] == {"1": CLASS_COLOURS[1], "3": CLASS_COLOURS[3]}
+    topics = [f"topic_{i:02d}" for i in range(30)]
+    groups, palette = class_groups(pd.Series([1, 21, 8]), topics)
+    assert set(groups) == set(palette) == {"any of the 30 classes"} and len(groups) == 3
+    assert len(class_groups(pd.Series(range(6)), [])[1]) == 1  # no names: the classes predicted
+
+
 def test_tables_figures_heatmaps(planted_audits, planted_dataset, tmp_path):
     from attnaudit.jain_wallace.figures import FIGURES, write_figures
     from attnaudit.jain_wallace.heatmaps import write_heatmaps

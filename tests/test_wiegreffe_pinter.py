@@ -392,7 +392,9 @@ def test_figures_and_seed_table(dataset, models, tmp_path):
     frame = seed_variance(models["base"], seeds, dataset, models["adversarial"])
     path = tmp_path / "sv.parquet"
     frame.to_parquet(path)
-    seed_figures(path, tmp_path / "violin.png", tmp_path / "scatter.png", "toy")
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps({"label_names": ["neg", "pos"]}))
+    seed_figures(path, tmp_path / "violin.png", tmp_path / "scatter.png", "toy", manifest=manifest)
     for name in ("violin.png", "scatter.png"):
         data = (tmp_path / name).read_bytes()
         assert data.startswith(PNG) and len(data) > 5000

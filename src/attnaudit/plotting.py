@@ -14,6 +14,7 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from attnaudit.io import atomic_path  # noqa: E402
+from attnaudit.labels import class_name  # noqa: E402
 
 # J&W colour predicted classes: purple negative (0), orange positive (1)
 CLASS_COLOURS = ["#7b3294", "#e66101", "#1b9e77", "#377eb8", "#999999"]
@@ -32,31 +33,47 @@ def plain_text(text) -> str:
     return str(text).replace("$", r"\$")
 
 
+POOLED_COLOUR = "#4d4d4d"
+
+
 def class_colour(label) -> str:
     return CLASS_COLOURS[int(label) % len(CLASS_COLOURS)]
 
 
-def attention_violins(
-    ax, data: pd.DataFrame, x: str, y: str, order: list[str], classes: list[str], indices: list[int] | None = None
-) -> None:
-    """Densities of ``x`` per bin ``y`` (in ``order``), split by the string column ``class`` (its values
-    ``classes``, coloured by their class ``indices``; default: the names are the indices)."""
-    indices = classes if indices is None else indices
-    data = data.assign(**{"class": data["class"].map(plain_text)})  # class names go into the legend
-    classes = [plain_text(c) for c in classes]
+def class_groups(predicted: pd.Series, names: list[str]) -> tuple[pd.Series, dict[str, str]]:
+    """The legend group of each instance's predicted class, and the palette (group → colour, in class order).
+    J&W colour the predicted classes; ``CLASS_COLOURS`` tells apart the classes of a corpus of at most that many
+    (``names``: the corpus's class names; none: the classes predicted). A corpus of more classes (bAbI's answer
+    words, a user's topics) is one group, every class pooled, as J&W's Table 2 reports bAbI and CNN over all
+    classes: recycled colours would merge classes, and a legend of dozens would cover the panels. The tables
+    keep each predicted class."""
+    predicted = predicted.astype(int)
+    n_classes = len(names) or predicted.nunique()
+    if n_classes > len(CLASS_COLOURS):
+        pooled = f"any of the {n_classes} classes"
+        return pd.Series(pooled, index=predicted.index), {pooled: POOLED_COLOUR}
+    named = {i: plain_text(class_name(names, i)) for i in sorted(predicted.unique())}
+    return predicted.map(named), {name: class_colour(i) for i, name in named.items()}
+
+
+def attention_violins(ax, data: pd.DataFrame, x: str, y: str, order: list[str], palette: dict[str, str]) -> None:
+    """Densities of ``x`` per bin ``y`` (in ``order``), split by the column ``class`` whose groups and colours
+    ``palette`` gives (:func:`class_groups`)."""
     sns.violinplot(
         data=data,
         x=x,
         y=y,
         hue="class",
         order=order,
-        hue_order=classes,
-        split=len(classes) == 2,
+        hue_order=list(palette),
+        split=len(palette) == 2,
         orient="h",
         cut=0,
         density_norm="width",
         inner="quartile",
         linewidth=0.6,
         ax=ax,
-        palette={c: class_colour(i) for c, i in zip(classes, indices, strict=True)},
+        palette=palette,
     )
+    if ax.get_legend() is not None:
+        ax.get_legend().set_title("predicted class")

@@ -21,9 +21,9 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from attnaudit.io import read_parquet  # noqa: E402
-from attnaudit.labels import class_name, label_names  # noqa: E402
+from attnaudit.labels import label_names  # noqa: E402
 from attnaudit.metrics import LN2  # noqa: E402
-from attnaudit.plotting import attention_violins, class_colour, plain_text, save_figure  # noqa: E402
+from attnaudit.plotting import attention_violins, class_groups, save_figure  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -53,10 +53,10 @@ def _histograms(
 ) -> None:
     fig, axes = _panels(len(frames))
     for ax, (model, frame) in zip(axes, frames.items()):
-        for c, group in frame.groupby("predicted_class"):
-            values = group[column].dropna()
-            label = f"predicted {plain_text(class_name(names, c))} (n={len(values)})"
-            ax.hist(values, bins=bins, alpha=0.6, color=class_colour(c), label=label)
+        groups, palette = class_groups(frame["predicted_class"], names)
+        for group, colour in palette.items():
+            values = frame.loc[groups == group, column].dropna()
+            ax.hist(values, bins=bins, alpha=0.6, color=colour, label=f"predicted {group} (n={len(values)})")
         ax.set_title(model, fontsize=9)
         ax.set_xlabel(xlabel)
         ax.legend(fontsize=7)
@@ -77,11 +77,9 @@ def _violins(
         )
         data["max attention"] = data["max attention"].cat.set_categories(labels)
         data.loc[data["max_attention"] >= 1.0, "max attention"] = labels[-1]
-        data["class"] = [class_name(names, c) for c in data["predicted_class"]]
-        indices = sorted(int(c) for c in data["predicted_class"].unique())
-        classes = [class_name(names, c) for c in indices]
+        data["class"], palette = class_groups(data["predicted_class"], names)
         if len(data):
-            attention_violins(ax, data, column, "max attention", labels[::-1], classes, indices)
+            attention_violins(ax, data, column, "max attention", labels[::-1], palette)
         ax.set_xlim(*xlim)
         ax.set_xlabel(xlabel)
         ax.set_title(model, fontsize=9)

@@ -55,9 +55,17 @@ def add_cli(subparsers) -> None:
     f.add_argument("--out-scatter", required=True)
     f.add_argument("--title", required=True)
     f.add_argument("--options", default="{}")
+    f.add_argument("--manifest", help="the corpus manifest: class names for the legends")
     f.set_defaults(
         func=lambda a: _run(
-            "figures", "seed_figures", a.seed_variance, a.out_violin, a.out_scatter, a.title, _json(a.options)
+            "figures",
+            "seed_figures",
+            a.seed_variance,
+            a.out_violin,
+            a.out_scatter,
+            a.title,
+            _json(a.options),
+            a.manifest,
         )
     )
 

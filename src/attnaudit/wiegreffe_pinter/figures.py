@@ -21,8 +21,9 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from attnaudit.io import read_parquet  # noqa: E402
+from attnaudit.labels import label_names  # noqa: E402
 from attnaudit.metrics import LN2  # noqa: E402
-from attnaudit.plotting import attention_violins, class_colour, save_figure  # noqa: E402
+from attnaudit.plotting import attention_violins, class_groups, save_figure  # noqa: E402
 from attnaudit.wiegreffe_pinter.options import resolve  # noqa: E402
 
 log = logging.getLogger(__name__)
@@ -40,39 +41,42 @@ def attention_bins(values: pd.Series, edges: list[float]) -> pd.Series:
     return pd.cut(clipped, edges, labels=labels, right=False, include_lowest=True)
 
 
-def _violins(ax, data: pd.DataFrame, column: str, order: list[str], classes: list[str]) -> None:
+def _violins(ax, data: pd.DataFrame, column: str, order: list[str], palette: dict[str, str]) -> None:
     data = data.dropna(subset=[column, "bin"])
     if data.empty:
         ax.text(0.5, 0.5, "no instances", ha="center", va="center", transform=ax.transAxes)
         return
-    attention_violins(ax, data, column, "bin", order, classes)
+    attention_violins(ax, data, column, "bin", order, palette)
 
 
 def seed_figures(
-    seed_variance: str | Path, out_violin: str | Path, out_scatter: str | Path, title: str, options: dict | None = None
+    seed_variance: str | Path,
+    out_violin: str | Path,
+    out_scatter: str | Path,
+    title: str,
+    options: dict | None = None,
+    manifest: str | Path | None = None,
 ) -> None:
-    """W&P Fig. 3 (violins, seeds | adversary sharing both axes) and its companion scatter."""
+    """W&P Fig. 3 (violins, seeds | adversary sharing both axes) and its companion scatter; ``manifest``: the
+    corpus manifest, whose class names label the legends (:func:`~attnaudit.plotting.class_groups`)."""
     edges = resolve(options)["seeds"]["attention_bins"]
     frame = read_parquet(seed_variance)
     n_seeds = int(frame["n_seeds"].iat[0]) if len(frame) else 0
     frame["bin"] = attention_bins(frame["max_attention"], edges)
-    frame["class"] = frame["predicted_class"].astype(str)
+    frame["class"], palette = class_groups(frame["predicted_class"], label_names(manifest))
     order = list(frame["bin"].cat.categories[::-1])
-    classes = sorted(frame["class"].unique())
     no_valid = int((frame["n_valid"] == 0).sum())
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharex=True, sharey=True, layout="constrained")
-    _violins(axes[0], frame, "jsd_median", order, classes)
+    _violins(axes[0], frame, "jsd_median", order, palette)
     axes[0].set_title(f"random seeds: median over {n_seeds} seeds (W&P Fig. 3)", fontsize=9)
     axes[0].set_xlabel(f"median {JSD_LABEL}")
-    _violins(axes[1], frame, "eps_max_jsd", order, classes)
+    _violins(axes[1], frame, "eps_max_jsd", order, palette)
     axes[1].set_title(f"J&W ε-max adversary (post hoc; {no_valid} of {len(frame)} with no valid adversary)", fontsize=9)
     axes[1].set_xlabel(f"ε-max {JSD_LABEL}")
     for ax in axes:
         ax.set_xlim(0, LN2)
         ax.set_ylabel("base model's max attention\n(non-marker tokens, renormalised)")
-        if ax.get_legend() is not None:
-            ax.get_legend().set_title("predicted class")
     fig.suptitle(title)
     save_figure(fig, out_violin)
 
@@ -84,8 +88,8 @@ def seed_figures(
             x="jsd_median",
             y="tvd_median",
             hue="class",
-            hue_order=classes,
-            palette={c: class_colour(c) for c in classes},
+            hue_order=list(palette),
+            palette=palette,
             s=12,
             alpha=0.6,
             linewidth=0,
