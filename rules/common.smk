@@ -1,6 +1,7 @@
 # Helpers for the rules: config validation, the model sheet, target lists, per-branch parameters. Every helper is a
 # named function here; the stage files only wire rules.
 import fnmatch
+import functools
 import json
 import os
 import re
@@ -231,7 +232,7 @@ def embedding_options(dataset):
     what depends on it."""
     options = DATASETS[dataset].get("embeddings", {})
     path = pretrained_vectors(dataset)
-    return {**options, "pretrained": path, "pretrained_sha256": PRETRAINED_SHA256[path]} if path else options
+    return {**options, "pretrained": path, "pretrained_sha256": file_sha256(path)} if path else options
 
 
 def pretrained_vectors_file(wildcards):
@@ -255,31 +256,35 @@ def user_corpus_entry(corpus):
     ``{}``: one corpus's entry never reruns another corpus."""
     if corpus not in USER_CORPORA:
         return {}
-    return {corpus: {**without_restated_options(USER_CORPORA[corpus]), "sha256": USER_CORPUS_SHA256[corpus]}}
+    entry = USER_CORPORA[corpus]
+    return {corpus: {**without_restated_options(entry), "sha256": file_sha256(entry["path"])}}
 
 
-# a user corpus is read, split and checked for two classes before any job runs (the counts name the problem)
-for _dataset in DATASETS:
-    if corpus_of(_dataset) in USER_CORPORA:
-        check_user_dataset(
-            _dataset,
-            corpus_of(_dataset),
-            USER_CORPORA[corpus_of(_dataset)],
-            tokenise_options(_dataset),
-            config["seed"],
-        )
-# pretrained vectors: the file exists, is vectors of embeddings.dim (binary if it says so), before any job runs;
-# hashed once
-PRETRAINED_SHA256 = {}
-for _dataset in DATASETS:
-    _vectors = pretrained_vectors(_dataset)
-    if _vectors:
-        _options = {**VECTOR_DEFAULTS, **DATASETS[_dataset].get("embeddings", {})}
-        check_pretrained(_vectors, _options["dim"], _options["binary"], f"datasets.{_dataset}.embeddings")
-        PRETRAINED_SHA256.setdefault(_vectors, sha256_file(_vectors))
-# only the corpora a dataset uses: an entry left in the config for a file since deleted stops nothing
-USED_CORPORA = {corpus_of(dataset) for dataset in DATASETS}
-USER_CORPUS_SHA256 = {name: sha256_file(entry["path"]) for name, entry in USER_CORPORA.items() if name in USED_CORPORA}
+@functools.cache
+def file_sha256(path):
+    """A user corpus's or vectors file's sha256 (a parameter of its corpus or embeddings job), hashed once per
+    Snakemake when the DAG first needs it; a file no dataset uses is never read."""
+    return sha256_file(path)
+
+
+def check_user_files():
+    """Before any job runs: each user corpus is read, split and checked for two classes (the counts name the
+    problem), and pretrained vectors exist and are vectors of embeddings.dim (binary if it says so). Once, by the
+    Snakemake that plans the run: a cluster job, which parses the workflow again, would pay for reading the whole
+    corpus (seconds, and memory beyond a small job's request for a large corpus)."""
+    if workflow.remote_exec or workflow.subprocess_exec:
+        return
+    for dataset in DATASETS:
+        corpus = corpus_of(dataset)
+        if corpus in USER_CORPORA:
+            check_user_dataset(dataset, corpus, USER_CORPORA[corpus], tokenise_options(dataset), config["seed"])
+        vectors = pretrained_vectors(dataset)
+        if vectors:
+            options = {**VECTOR_DEFAULTS, **DATASETS[dataset].get("embeddings", {})}
+            check_pretrained(vectors, options["dim"], options["binary"], f"datasets.{dataset}.embeddings")
+
+
+check_user_files()
 
 
 def dataset_files(dataset):

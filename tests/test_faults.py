@@ -3,10 +3,12 @@ any expensive job where the config can know it, and leave nothing half-written; 
 
 from __future__ import annotations
 
+import collections
 import csv
 import gzip
 import json
 import os
+import re
 import signal
 import stat
 import subprocess
@@ -20,6 +22,7 @@ import pytest
 import torch
 import yaml
 from conftest import SNAKEMAKE, snakemake
+from opened_files import strace_prefix
 from test_config import dry_run, shell_commands
 
 from attnaudit import AttnauditError
@@ -322,6 +325,32 @@ def test_pretrained_vectors_are_checked_and_an_input(tmp_path):
     assert "rule embeddings:" in planned and "rule tokenise:" not in planned, planned[-3000:]
     snakemake(tmp_path, "--cores", "1", target, config=config)
     assert not np.array_equal(before, np.load(tmp_path / target))
+
+
+def test_a_cluster_job_hashes_the_user_corpus_and_vectors_without_reading_them_for_the_checks(tmp_path):
+    """Every cluster job parses the workflow again (Snakemake's remote mode). The Snakemake that plans the run reads
+    the user corpus and the vectors file for the dry run's checks, and hashes them; a job's Snakemake only hashes
+    each (the sha256 is a parameter of the corpus and embeddings jobs upstream of it, which Snakemake evaluates):
+    reading a large corpus in every job would cost seconds, and memory beyond a small job's request."""
+    corpus = write_corpus(tmp_path / "mine.csv", ["pos", "neg"] * 20)
+    vectors = write_vectors(tmp_path / "glove.txt.gz", 20)
+    cfg = user_config(corpus)
+    cfg["datasets"]["mine"]["embeddings"] = {"pretrained": str(vectors), "dim": 20}
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(cfg))
+    trace = tmp_path / "trace"
+    if strace_prefix(trace) is None:
+        pytest.skip("strace cannot trace processes here")
+    snakemake(tmp_path, "--cores", "2", "results/tables/jain_wallace/mine/table2.md", config=config)
+
+    def opened(*args: str) -> collections.Counter:
+        snakemake(tmp_path, "-n", *args, config=config, prefix=strace_prefix(trace))
+        names = (Path(name).name for name in re.findall(r'open(?:at)?\(.*?"([^"]+)"', trace.read_text()))
+        return collections.Counter(name for name in names if name in ("mine.csv", "glove.txt.gz"))
+
+    planned = opened("--forcerun", "jw_tables")
+    assert planned["mine.csv"] >= 2 and planned["glove.txt.gz"] >= 2, planned
+    assert opened("--mode", "remote", "--target-jobs", "jw_tables:dataset=mine") == {"mine.csv": 1, "glove.txt.gz": 1}
 
 
 # -- corrupt intermediates, full disks, file modes --------------------------------------------------------------
