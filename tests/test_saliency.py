@@ -3,6 +3,7 @@ completeness, Kendall τ-b against scipy, batched faithfulness against a naive p
 ground truth, and the stage end to end (identical for 1 and 2 chunks)."""
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -102,6 +103,39 @@ def test_integrated_gradients_of_a_bilstm_equal_captums(baseline, method, hidden
     for rows in (1, 3, 5):
         split = input_gradients.path_gradients(model, batch, explained, alphas, base, max_rows=rows)
         torch.testing.assert_close(split, whole, rtol=1e-5, atol=1e-7)
+
+
+LONG_DOCUMENT_IG = """
+import resource, sys, torch
+sys.path.insert(0, {tests!r})
+from conftest import tiny_batch, tiny_model
+from attnaudit.importance import get_method
+from attnaudit.models import input_gradients
+input_gradients.TAPE_BYTES = int(sys.argv[1])
+model = tiny_model("lstm", seed=3, lstm_hidden=64, embedding_dim=8)
+scores = get_method("integrated_gradients", n_steps=50).explain(model, tiny_batch(lengths=(1000,), seed=3)).scores
+torch.save(scores, sys.argv[2])
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def test_integrated_gradients_of_a_long_document_tape_a_bounded_pass(tmp_path):
+    """The BiLSTM route tapes every step of every instance × α row of a pass; for a long document the rows of a
+    pass are bounded by the tape's bytes (``TAPE_BYTES``: 50 α rows of a 1,000-token document at hidden 64 tape
+    ~0.5 GB), with the same scores to float rounding (matrix products over fewer rows). Each run in a process of
+    its own, whose peak RSS is the measure."""
+    import subprocess
+    import sys
+
+    code = LONG_DOCUMENT_IG.format(tests=str(Path(__file__).parent))
+    peak, scores = {}, {}
+    for budget in (1 << 40, 128 << 20):
+        out = tmp_path / f"{budget}.pt"
+        run = subprocess.run([sys.executable, "-c", code, str(budget), str(out)], capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr[-2000:]
+        peak[budget], scores[budget] = int(run.stdout.split()[-1]) / 1024, torch.load(out)
+    assert peak[128 << 20] < peak[1 << 40] - 250, peak  # MB
+    torch.testing.assert_close(scores[128 << 20], scores[1 << 40], rtol=1e-5, atol=1e-7)  # float rounding
 
 
 @pytest.mark.parametrize("attention", ["additive", "dot"])
