@@ -18,6 +18,7 @@ from attnaudit.labels import class_name  # noqa: E402
 
 # J&W colour predicted classes: purple negative (0), orange positive (1)
 CLASS_COLOURS = ["#7b3294", "#e66101", "#1b9e77", "#377eb8", "#999999"]
+POOLED_COLOUR = "#4d4d4d"  # every class of a corpus of more than len(CLASS_COLOURS) (:func:`class_groups`)
 
 
 def save_figure(fig, path: str | Path) -> None:
@@ -31,9 +32,6 @@ def plain_text(text) -> str:
     """``text`` as matplotlib draws it literally: every ``$`` escaped, so that no corpus token or label is
     parsed as mathtext (``x$\\foo$y`` stopped the figure, ``a$b$c`` was drawn as maths)."""
     return str(text).replace("$", r"\$")
-
-
-POOLED_COLOUR = "#4d4d4d"
 
 
 def class_colour(label) -> str:
