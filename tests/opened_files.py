@@ -27,6 +27,17 @@ OPEN = re.compile(r'(?:(?:AT_FDCWD|\d+(?:<[^>]*>)?),\s*)?"((?:[^"\\]|\\.)*)",\s*
 QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
 
 
+def skip_without_strace() -> None:
+    """Skip a test that needs strace where it cannot trace; under CI, which installs strace as root, fail instead:
+    a missing trace there is never a silent skip."""
+    import pytest
+
+    why = "strace unavailable here (not installed and no apt-get, or ptrace not permitted)"
+    if os.environ.get("CI"):
+        pytest.fail(why)
+    pytest.skip(why)
+
+
 def strace_prefix(trace: Path) -> list[str] | None:
     """The command prefix that traces a run into ``trace`` (installing strace with apt-get if it is missing), or
     None where this machine cannot trace (no strace and no apt-get, or ptrace not permitted)."""

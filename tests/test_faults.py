@@ -22,7 +22,7 @@ import pytest
 import torch
 import yaml
 from conftest import SNAKEMAKE, snakemake
-from opened_files import strace_prefix
+from opened_files import skip_without_strace, strace_prefix
 from test_config import dry_run, shell_commands
 
 from attnaudit import AttnauditError
@@ -340,7 +340,7 @@ def test_a_cluster_job_hashes_the_user_corpus_and_vectors_without_reading_them_f
     config.write_text(yaml.safe_dump(cfg))
     trace = tmp_path / "trace"
     if strace_prefix(trace) is None:
-        pytest.skip("strace cannot trace processes here")
+        skip_without_strace()
     snakemake(tmp_path, "--cores", "2", "results/tables/jain_wallace/mine/table2.md", config=config)
 
     def opened(*args: str) -> collections.Counter:
