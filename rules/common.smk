@@ -14,7 +14,7 @@ from snakemake.utils import validate
 
 from attnaudit import AttnauditError
 from attnaudit.cards.summary import stage_options
-from attnaudit.config_errors import check_config, check_config_files, check_section
+from attnaudit.config_errors import check_config, check_config_files, check_section, load_schema
 from attnaudit.corpora.build import resolved_options
 from attnaudit.corpora.fetch import mirror_path
 from attnaudit.corpora.readers import without_restated_options
@@ -22,8 +22,8 @@ from attnaudit.corpora.registry import get_spec
 from attnaudit.embeddings.vectors import DEFAULTS as VECTOR_DEFAULTS
 from attnaudit.embeddings.pretrained import check_pretrained
 from attnaudit.explorer.plan import expand_plan
-from attnaudit.io import sha256_file
-from attnaudit.importance.options import check_options
+from attnaudit.io import sha256_file, without_defaults
+from attnaudit.importance.options import check_options, declared_defaults
 from attnaudit.modelsheet import (
     EXPLICIT_DEFAULTS,
     MODEL_WILDCARD,
@@ -32,7 +32,7 @@ from attnaudit.modelsheet import (
     sheet,
     without_restated_defaults,
 )
-from attnaudit.tokenise.tokenisation import check_user_dataset
+from attnaudit.tokenise.tokenisation import DEFAULTS as TOKENISE_DEFAULTS, check_user_dataset
 from attnaudit.wiegreffe_pinter.options import resolve as resolve_wp_options
 
 SCHEMA_FILE = Path(workflow.basedir) / "schemas" / "config.schema.yaml"
@@ -215,10 +215,13 @@ check_qa_sheets()
 
 
 def tokenise_options(dataset):
-    """The corpus registry's J&W defaults, overridden by datasets.<name>.tokenise."""
+    """The corpus registry's J&W defaults, overridden by datasets.<name>.tokenise, whose options that restate
+    their default (``lowercase: true``, ``markers: true``) are left out: writing them out reruns nothing."""
     defaults = corpus_spec(corpus_of(dataset)).defaults
     keys = ("min_count", "max_tokens", "dev_fraction", "test_fraction", "test_sample")
-    return {**{k: defaults[k] for k in keys if k in defaults}, **DATASETS[dataset].get("tokenise", {})}
+    registry = {k: defaults[k] for k in keys if k in defaults}
+    given = without_defaults(DATASETS[dataset].get("tokenise", {}), {**TOKENISE_DEFAULTS, **registry})
+    return {**registry, **given}
 
 
 def pretrained_vectors(dataset):
@@ -227,10 +230,16 @@ def pretrained_vectors(dataset):
     return workdir_path(path) if path else None
 
 
+# the embeddings options a job's parameters carry as the config writes them (the shipped configs write them out)
+EMBEDDING_OPTIONS_AS_WRITTEN = ("method", "dim", "sg", "epochs")
+
+
 def embedding_options(dataset):
-    """The embeddings options; a pretrained vectors file is named with its sha256, so replacing the file reruns
-    what depends on it."""
-    options = DATASETS[dataset].get("embeddings", {})
+    """The embeddings options, those that restate their default left out (``window: 5``, ``pretrained: null``)
+    but :data:`EMBEDDING_OPTIONS_AS_WRITTEN`; a pretrained vectors file is named with its sha256, so replacing the
+    file reruns what depends on it."""
+    given = DATASETS[dataset].get("embeddings", {})
+    options = without_defaults(given, VECTOR_DEFAULTS, kept=EMBEDDING_OPTIONS_AS_WRITTEN)
     path = pretrained_vectors(dataset)
     return {**options, "pretrained": path, "pretrained_sha256": file_sha256(path)} if path else options
 
@@ -285,6 +294,7 @@ def check_user_files():
 
 
 check_user_files()
+
 
 
 def dataset_files(dataset):
@@ -454,7 +464,11 @@ def importance_path(dataset, model, method):
 
 
 def importance_options(method):
-    return IMPORTANCE.get(method, {})
+    """config importance.<method>, less an option that restates its constructor's default and that the schema
+    does not fill in (``integrated_gradients.max_elements``): writing it out reruns nothing."""
+    schema = load_schema(SCHEMA_FILE)["properties"]["importance"]["properties"].get(method, {})
+    filled = [key for key, option in schema.get("properties", {}).items() if "default" in option]
+    return without_defaults(IMPORTANCE.get(method, {}), declared_defaults()[method], kept=filled)
 
 
 # -- Jain & Wallace ----------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import torch
 from conftest import ENCODERS, REPO, tiny_batch, tiny_model
 
 from attnaudit.importance import METHODS, ImportanceMethod, UnsupportedArchitecture, get_method
-from attnaudit.importance.options import declared_options
+from attnaudit.importance.options import declared_defaults, declared_options
 
 # J&W's grid, and every architecture the other papers add (W&P: mlp, uniform, guided; T&Š: concat, residual, layers)
 VARIANTS = [(e, a, {}) for e in ENCODERS for a in ("additive", "dot")] + [
@@ -47,8 +47,13 @@ def test_registry_has_the_audited_methods():
 
 def test_options_read_from_source_are_the_constructors():
     """The DAG's option check (read with ast, without torch) sees what the registry's constructors take."""
-    constructors = {name: tuple(inspect.signature(cls).parameters) for name, cls in METHODS.items()}
-    assert declared_options() == constructors
+    constructors = {name: inspect.signature(cls).parameters for name, cls in METHODS.items()}
+    assert declared_options() == {name: tuple(params) for name, params in constructors.items()}
+    defaults = {
+        name: {key: param.default for key, param in params.items() if param.default is not param.empty}
+        for name, params in constructors.items()
+    }
+    assert declared_defaults() == defaults  # the DAG leaves out an option that restates its default
 
 
 def test_the_dag_checks_import_neither_torch_nor_sklearn():

@@ -85,21 +85,30 @@ def test_every_job_has_a_benchmark_file_beside_its_log(pipeline_run):
 
 def test_writing_out_a_default_reruns_nothing(pipeline_run, tmp_path):
     """A config that writes out what was the default (a training field's default value, a sheet field that restates
-    it, a model field no model of that encoder reads) plans nothing on the finished run: only what a model trains
-    with is its job's parameter."""
+    it, a model field no model of that encoder reads, a tokeniser, embeddings or importance option's default) plans
+    nothing on the finished run: only what a model trains with is its job's parameter."""
     workdir, config = pipeline_run
     cfg = yaml.safe_load(config.read_text())
     cfg.setdefault("train", {}).update({"dropout": 0.0, "clip": None, "patience": None, "max_batch_tokens": 16384})
     planted = cfg["datasets"]["planted"]
     planted.setdefault("train", {}).update({"lstm_layers": 1, "cnn_kernels": [1, 3, 5, 7], "freeze_embeddings": False})
     planted.setdefault("train_per_encoder", {}).update({"average": {"average_hidden": 256, "eval_batch_size": 256}})
+    for dataset in cfg["datasets"].values():  # tokeniser, embeddings and importance options left out
+        dataset.setdefault("tokenise", {}).update(
+            {"lowercase": True, "markers": True, "min_tokens": 0}
+        )
+        dataset.setdefault("embeddings", {}).update({"window": 5, "min_count": 1, "pretrained": None, "binary": None})
+    cfg.setdefault("importance", {}).setdefault("integrated_gradients", {})["max_elements"] = 2**25
     restated = tmp_path / "restated.yaml"
     restated.write_text(yaml.safe_dump(cfg, sort_keys=False))  # the sheet's order is the tables' row order
     out = snakemake(workdir, "-n", config=restated).stdout
     assert "Nothing to be done" in out, out[-3000:]
-    planted["train"]["dropout"] = 0.1  # a value that is not the default is a parameter: the control
+    planted["train"]["dropout"] = 0.1  # a value that is not the default is a parameter: the controls
+    planted["tokenise"]["lowercase"] = False
+    cfg["importance"]["integrated_gradients"]["max_elements"] = 2**24
     restated.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    assert "rule train:" in snakemake(workdir, "-n", config=restated).stdout
+    out = snakemake(workdir, "-n", config=restated).stdout
+    assert "rule train:" in out and "rule tokenise:" in out and "rule importance:" in out, out[-3000:]
 
 
 def test_a_card_threshold_reruns_only_the_summaries_that_read_it(pipeline_run, tmp_path):

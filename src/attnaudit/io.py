@@ -249,6 +249,14 @@ def json_arg(text: str | None) -> Any:
     return read_json(text[1:]) if text.startswith("@") else json.loads(text)
 
 
+def without_defaults(options: dict, defaults: dict, kept=()) -> dict:
+    """``options`` without the keys that restate their value in ``defaults``, those in ``kept`` aside: a job's
+    parameters, so that writing a default out in the config changes none and reruns nothing."""
+    return {
+        key: value for key, value in options.items() if key in kept or key not in defaults or value != defaults[key]
+    }
+
+
 def merged_options(where: str, defaults: dict, options: dict | None) -> dict:
     """``defaults`` overridden by ``options``; an unknown key is rejected with its config path (``where.key``) and
     the valid keys (the CLI runs without the workflow's schema)."""

@@ -19,6 +19,7 @@ import re
 from itertools import product
 
 from attnaudit import AttnauditError
+from attnaudit.io import without_defaults
 
 VARIANT_NAME = r"[a-z0-9][a-z0-9_.]*(?:-[a-z0-9_.]+)*"
 MODEL_ID = re.compile(rf"^(?P<variant>{VARIANT_NAME})-s(?P<seed>\d+)$")
@@ -93,11 +94,7 @@ def without_restated_defaults(spec: dict) -> dict:
     variant fields, seed, class weighting), its regulariser's defaults and :data:`EXPLICIT_DEFAULTS` stay."""
     kept = {"variant", "seed", "class_weighting", *VARIANT_DEFAULTS, *EXPLICIT_DEFAULTS}
     kept |= REGULARISER_DEFAULTS.get(spec.get("regulariser"), {}).keys()
-    return {
-        key: value
-        for key, value in spec.items()
-        if key in kept or key not in TRAINING_DEFAULTS or value != TRAINING_DEFAULTS[key]
-    }
+    return without_defaults(spec, TRAINING_DEFAULTS, kept)
 
 
 def format_model_id(variant: str, seed: int) -> str:

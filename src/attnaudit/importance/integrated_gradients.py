@@ -55,7 +55,7 @@ class IntegratedGradients(ImportanceMethod):
         delta_tolerance: float = 0.01,
         output: str = "prob",
         unk_index: int = 1,
-        max_elements: int = 1 << 25,
+        max_elements: int = 33_554_432,  # 2**25
     ):
         if baseline not in BASELINES:
             raise AttnauditError(f"integrated_gradients baseline must be one of {BASELINES}, got {baseline!r}")

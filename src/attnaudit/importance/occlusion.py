@@ -27,7 +27,7 @@ class Occlusion(ImportanceMethod):
     signed = True
     citation = "Bastings & Filippova 2020, §3.3 Eq. 5 (Zeiler & Fergus 2014; Li et al. 2016b)"
 
-    def __init__(self, output: str = "prob", max_elements: int = 1 << 22, tolerance: float = 1e-6):
+    def __init__(self, output: str = "prob", max_elements: int = 4_194_304, tolerance: float = 1e-6):  # 2**22
         self.output = check_output(output)
         self.max_elements = int(max_elements)
         self.tolerance = float(tolerance)  # as LeaveOneOut's: when an occlusion's states have faded

@@ -6,6 +6,7 @@ run, and twice in every cluster job), and importing the registry would import to
 from __future__ import annotations
 
 import ast
+import contextlib
 from functools import cache
 from pathlib import Path
 
@@ -14,44 +15,71 @@ from attnaudit import AttnauditError
 PACKAGE = Path(__file__).parent
 
 
+def _defaults(args: ast.arguments) -> dict:
+    """``{argument: default}`` of the arguments whose default is a literal."""
+    positional = [*args.posonlyargs, *args.args]
+    pairs = [
+        *zip(positional[len(positional) - len(args.defaults) :], args.defaults),
+        *zip(args.kwonlyargs, args.kw_defaults),
+    ]
+    defaults = {}
+    for arg, default in pairs:
+        with contextlib.suppress(ValueError, TypeError):  # no default, or not a literal
+            defaults[arg.arg] = ast.literal_eval(default)
+    return defaults
+
+
 def _class_facts(node: ast.ClassDef) -> dict:
-    """A class's base names, its ``name = "..."`` attribute, its ``__init__`` keyword arguments (None without an
-    own ``__init__``) and whether ``@register`` decorates it."""
+    """A class's base names, its ``name = "..."`` attribute, its ``__init__`` keyword arguments and their literal
+    defaults (None without an own ``__init__``) and whether ``@register`` decorates it."""
     name = None
-    params = None
+    params = defaults = None
     for stmt in node.body:
         if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant):
             if any(isinstance(target, ast.Name) and target.id == "name" for target in stmt.targets):
                 name = stmt.value.value
         elif isinstance(stmt, ast.FunctionDef) and stmt.name == "__init__":
             params = tuple(arg.arg for arg in [*stmt.args.posonlyargs, *stmt.args.args, *stmt.args.kwonlyargs][1:])
+            defaults = _defaults(stmt.args)
     return {
         "bases": [base.id for base in node.bases if isinstance(base, ast.Name)],
         "name": name,
         "params": params,
+        "defaults": defaults,
         "registered": any(isinstance(d, ast.Name) and d.id == "register" for d in node.decorator_list),
     }
 
 
 @cache
-def declared_options() -> dict[str, tuple[str, ...]]:
-    """``{method name: constructor keyword arguments}`` of every ``@register``-ed class in this package; a class
-    without its own ``__init__`` takes its first base's."""
+def _constructors() -> dict[str, dict]:
+    """``{method name: {"params": constructor keyword arguments, "defaults": their literal defaults}}`` of every
+    ``@register``-ed class in this package; a class without its own ``__init__`` takes its first base's."""
     classes = {}
     for path in sorted(PACKAGE.glob("*.py")):
         for node in ast.parse(path.read_text(encoding="utf-8"), filename=str(path)).body:
             if isinstance(node, ast.ClassDef):
                 classes[node.name] = _class_facts(node)
 
-    def params_of(class_name: str) -> tuple[str, ...]:
+    def constructor_of(class_name: str) -> dict:
         facts = classes.get(class_name)
         if facts is None:
-            return ()
+            return {"params": (), "defaults": {}}
         if facts["params"] is not None:
-            return facts["params"]
-        return next((params_of(base) for base in facts["bases"] if base in classes), ())
+            return {"params": facts["params"], "defaults": facts["defaults"]}
+        bases = [base for base in facts["bases"] if base in classes]
+        return constructor_of(bases[0]) if bases else {"params": (), "defaults": {}}
 
-    return {facts["name"]: params_of(cls) for cls, facts in classes.items() if facts["registered"]}
+    return {facts["name"]: constructor_of(cls) for cls, facts in classes.items() if facts["registered"]}
+
+
+def declared_options() -> dict[str, tuple[str, ...]]:
+    """``{method name: constructor keyword arguments}`` of every registered method."""
+    return {name: constructor["params"] for name, constructor in _constructors().items()}
+
+
+def declared_defaults() -> dict[str, dict]:
+    """``{method name: {keyword argument: its default}}`` of every registered method (literal defaults only)."""
+    return {name: constructor["defaults"] for name, constructor in _constructors().items()}
 
 
 def check_options(name: str, options: dict, where: str = "importance") -> None:
