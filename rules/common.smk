@@ -32,7 +32,7 @@ from attnaudit.modelsheet import (
     sheet,
     without_restated_defaults,
 )
-from attnaudit.tokenise.tokenisation import DEFAULTS as TOKENISE_DEFAULTS, check_user_dataset
+from attnaudit.tokenise.tokenisation import DEFAULTS as TOKENISE_DEFAULTS, check_user_dataset, make_tokenizer
 from attnaudit.wiegreffe_pinter.options import resolve as resolve_wp_options
 
 SCHEMA_FILE = Path(workflow.basedir) / "schemas" / "config.schema.yaml"
@@ -216,7 +216,7 @@ check_qa_sheets()
 
 def tokenise_options(dataset):
     """The corpus registry's J&W defaults, overridden by datasets.<name>.tokenise, whose options that restate
-    their default (``lowercase: true``, ``markers: true``) are left out: writing them out reruns nothing."""
+    their default (``lowercase: true``, ``language: en``) are left out: writing them out reruns nothing."""
     defaults = corpus_spec(corpus_of(dataset)).defaults
     keys = ("min_count", "max_tokens", "dev_fraction", "test_fraction", "test_sample")
     registry = {k: defaults[k] for k in keys if k in defaults}
@@ -295,6 +295,20 @@ def check_user_files():
 
 check_user_files()
 
+
+def check_tokenisers():
+    """Before any job runs: a dataset's tokenise.language is a language spaCy has a tokenizer of, and that
+    tokenizer's own package (Japanese, Thai, ...) is installed."""
+    for dataset in DATASETS:
+        language = tokenise_options(dataset).get("language")
+        if language:
+            try:
+                make_tokenizer(language)
+            except AttnauditError as err:
+                raise AttnauditError(f"datasets.{dataset}.{err}") from None
+
+
+check_tokenisers()
 
 
 def dataset_files(dataset):

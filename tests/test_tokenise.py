@@ -1,10 +1,13 @@
+import importlib.util
+import re
+
 import pandas as pd
 import pytest
 
 from attnaudit import AttnauditError
 from attnaudit.data import BOS, EOS, PAD, UNK
 from attnaudit.tokenise import build_vocab, tokenise_documents, tokenize_texts
-from attnaudit.tokenise.tokenisation import check_splits
+from attnaudit.tokenise.tokenisation import check_spaced_script, check_splits
 
 
 def docs(rows):
@@ -15,6 +18,63 @@ def test_spacy_tokens_lowercase_and_digits_become_qqq():
     assert tokenize_texts(["The 2 films cost $30 in 1999, in 3d!"]) == [
         ["the", "qqq", "films", "cost", "$", "qqq", "in", "qqq", ",", "in", "qqq", "!"]
     ]
+
+
+def test_the_language_chooses_spacys_tokenizer():
+    """``language`` is spaCy's tokenizer of that language: Chinese, which the English one keeps a clause whole,
+    a token per character (spaCy's default segmenter), and French elisions split off their word."""
+    chinese = "这部电影很好看，推荐2019年。"
+    assert tokenize_texts([chinese]) == [["qqq", "。"]]  # the clause holds a digit
+    assert tokenize_texts([chinese], language="zh") == [
+        ["这", "部", "电", "影", "很", "好", "看", "，", "推", "荐", "qqq", "qqq", "qqq", "qqq", "年", "。"]
+    ]
+    assert tokenize_texts(["C'est l'histoire"]) == [["c'est", "l'histoire"]]
+    assert tokenize_texts(["C'est l'histoire"], language="fr") == [["c'", "est", "l'", "histoire"]]
+    frame = docs(
+        [
+            (f"d{i}", split, i % 2, "好看" if i % 2 else "难看")
+            for i, split in enumerate(["train"] * 4 + ["dev", "dev", "test", "test"])
+        ]
+    )
+    examples, vocab, stats = tokenise_documents(frame, {"language": "zh"}, seed=0)
+    assert examples["tokens"].iloc[0] == [BOS, "难", "看", EOS] and {"好", "难", "看"} <= set(vocab)
+    assert stats["options"]["language"] == "zh"
+
+
+@pytest.mark.parametrize(
+    "language,expected",
+    [
+        ("qq", "tokenise.language 'qq': spaCy has no tokenizer of that language"),
+        ("th", "tokenise.language 'th': spaCy's tokenizer of it needs a package that is not installed: The Thai"),
+    ],
+)
+def test_a_language_without_a_tokenizer_here_is_named(language, expected):
+    if language == "th" and importlib.util.find_spec("pythainlp"):
+        pytest.skip("PyThaiNLP is installed: spaCy's Thai tokenizer can be built")
+    with pytest.raises(AttnauditError, match=re.escape(expected)):
+        tokenize_texts(["text"], language=language)
+
+
+@pytest.mark.parametrize(
+    "texts,stops",
+    [
+        (["这部电影很好看，推荐。", "质量一般，有点失望。"], "Han"),
+        (["この映画はとても面白かった。", "つまらない映画でした。"], "Kana"),
+        (["หนังเรื่องนี้สนุกมาก", "ไม่ชอบเลย"], "Thai"),
+        (["A fine film.", "Dull, and too long."], None),
+        (["A fine film, 很好.", "Dull, and far too long for what it says."], None),  # a few Han letters among English
+        (["Der Film war überraschend gut.", "Ein Film über Москва."], None),  # spaced scripts
+    ],
+)
+def test_a_corpus_in_a_script_without_spaces_needs_its_language(texts, stops):
+    """The English tokenizer would keep a Chinese, Japanese or Thai clause whole: such a corpus stops, naming the
+    key and the script; English with a few Chinese letters, or other spaced scripts, does not."""
+    check = lambda: check_spaced_script(pd.Series(texts * 3), "datasets.mine", "datasets.mine.tokenise.language", 0)
+    if stops is None:
+        check()
+    else:
+        with pytest.raises(AttnauditError, match=rf"letters are \d+% {stops}.*datasets.mine.tokenise.language is en"):
+            check()
 
 
 def test_unicode_is_nfc_and_invisible_format_characters_make_no_tokens():

@@ -16,7 +16,8 @@ import re
 import sys
 import unicodedata
 from collections import Counter
-from functools import cache
+from collections.abc import Callable
+from functools import cache, partial
 from pathlib import Path
 
 import numpy as np
@@ -40,14 +41,40 @@ DEFAULTS = {
     "markers": True,
     "max_examples": None,
     "lowercase": True,
+    "language": "en",
+}
+#: scripts written without spaces between words, whose clauses the English tokenizer would keep whole
+UNSPACED_SCRIPTS = {
+    "Han": ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x2FA1F)),
+    "Kana": ((0x3040, 0x30FF), (0x31F0, 0x31FF), (0xFF66, 0xFF9D)),
+    "Thai": ((0x0E00, 0x0E7F),),
+    "Lao": ((0x0E80, 0x0EFF),),
+    "Tibetan": ((0x0F00, 0x0FFF),),
+    "Myanmar": ((0x1000, 0x109F),),
+    "Khmer": ((0x1780, 0x17FF),),
 }
 
 
-def make_tokenizer():
-    """spaCy's rule-based English tokenizer (``spacy.blank('en')``: no model download)."""
+@cache
+def make_tokenizer(language: str = "en"):
+    """spaCy's rule-based tokenizer of ``language`` (``spacy.blank(language)``: no model download). J&W App. A
+    tokenise English (``en``, the default); ``zh`` is one token per character (spaCy's default Chinese
+    segmenter); ``ja``, ``ko``, ``th`` and ``vi`` need the package spaCy names; ``xx`` is spaCy's
+    multi-language tokenizer (spaces and punctuation)."""
+    import importlib.util
+
     import spacy
 
-    return spacy.blank("en").tokenizer
+    where = f"tokenise.language {language!r}"
+    if not language.isascii() or not language.isalpha() or importlib.util.find_spec(f"spacy.lang.{language}") is None:
+        raise AttnauditError(
+            f"{where}: spaCy has no tokenizer of that language; give its ISO 639-1 code as spaCy names it (en, de, "
+            "fr, zh, ...), or xx for spaCy's multi-language tokenizer"
+        )
+    try:
+        return spacy.blank(language).tokenizer
+    except ImportError as err:  # Japanese, Korean, Thai, Vietnamese: a segmenter of their own
+        raise AttnauditError(f"{where}: spaCy's tokenizer of it needs a package that is not installed: {err}") from err
 
 
 JOINERS = "\u200c\u200d"  # ZWNJ, ZWJ: format characters that are spelling inside words
@@ -66,15 +93,18 @@ def clean_text(text: str) -> str:
     return text if text.isascii() else unicodedata.normalize("NFC", _format_characters().sub("", text))
 
 
-def tokenize_texts(texts: list[str], *, lowercase: bool = True, batch_size: int = 1000) -> list[list[str]]:
-    """Tokenise with spaCy; lowercase; a token containing a digit becomes ``qqq`` (J&W App. A).
+def tokenize_texts(
+    texts: list[str], *, lowercase: bool = True, language: str = "en", batch_size: int = 1000
+) -> list[list[str]]:
+    """Tokenise with spaCy's tokenizer of ``language`` (:func:`make_tokenizer`); lowercase; a token containing a
+    digit becomes ``qqq`` (J&W App. A).
 
     Before spaCy, a text loses its format characters (Unicode category Cf: zero-width space, LRM/RLM, bidi
     overrides, soft hyphen, BOM, ...), which are invisible and would make tokens nobody sees or split one word
     into several vocabulary entries, and is put in NFC, so that a composed and a decomposed "café" are one word.
     ZWNJ and ZWJ are kept, being spelling inside words (Persian and Indic scripts); spaCy splits an emoji sequence
     at its joiners, and a token of nothing but joiners is dropped."""
-    tokenizer = make_tokenizer()
+    tokenizer = make_tokenizer(language)
     out = []
     for doc in tokenizer.pipe(map(clean_text, texts), batch_size=batch_size):
         toks = []
@@ -165,13 +195,12 @@ def tokenise_documents(
         raise AttnauditError(f"documents are missing columns {sorted(missing)}")
     dropped: Counter = Counter()
     docs = quick_slice(docs.reset_index(drop=True), options["max_examples"], seed)
-    tokens = tokenize_texts(docs["text"].fillna("").tolist(), lowercase=options["lowercase"])
+    tokenize = partial(tokenize_texts, lowercase=options["lowercase"], language=options["language"])
+    tokens = tokenize(docs["text"].fillna("").tolist())
     docs = docs.assign(tokens=tokens, n_tokens=[len(t) for t in tokens])
     query = "query" in docs.columns  # QA/NLI (J&W §3): the question/hypothesis, tokenised the same way
     if query:
-        docs = docs.assign(
-            query_tokens=tokenize_texts(docs["query"].fillna("").tolist(), lowercase=options["lowercase"])
-        )
+        docs = docs.assign(query_tokens=tokenize(docs["query"].fillna("").tolist()))
         empty_query = docs["query_tokens"].map(len) == 0
         dropped["empty query"] = int(empty_query.sum())
         docs = docs[~empty_query]
@@ -180,7 +209,7 @@ def tokenise_documents(
     dropped["empty"] = int(empty.sum())
     docs = docs[~empty]
     if "answer" in docs.columns:  # candidates are the classes whose answer word is in the passage (J&W §3: CNN)
-        docs = docs.assign(answer=docs["label"].map(answer_tokens(docs, options["lowercase"], where)))
+        docs = docs.assign(answer=docs["label"].map(answer_tokens(docs, tokenize, where)))
         absent = np.array([answer not in tokens for answer, tokens in zip(docs["answer"], docs["tokens"])], bool)
         dropped["answer not in passage"] = int(absent.sum())
         docs = docs[~absent]
@@ -241,13 +270,13 @@ def tokenise_documents(
     return examples, vocab, stats
 
 
-def answer_tokens(docs: pd.DataFrame, lowercase: bool, where: str) -> dict[int, str]:
-    """Each class's answer word as the passages are tokenised (``{label: token}``), so that a class is a candidate
-    where its token occurs (J&W's CNN entities are tokens as written). An answer of several tokens, or two classes
-    whose answers tokenise alike (case under ``lowercase``, digits → qqq), could never be told apart by the
-    passage's tokens: either stops, naming the answers."""
+def answer_tokens(docs: pd.DataFrame, tokenize: Callable[[list[str]], list[list[str]]], where: str) -> dict[int, str]:
+    """Each class's answer word as ``tokenize`` tokenises the passages (``{label: token}``), so that a class is a
+    candidate where its token occurs (J&W's CNN entities are tokens as written). An answer of several tokens, or
+    two classes whose answers tokenise alike (case under ``lowercase``, digits → qqq), could never be told apart by
+    the passage's tokens: either stops, naming the answers."""
     answers = docs[["label", "answer"]].drop_duplicates().sort_values("label")
-    tokens = dict(zip(answers["label"], tokenize_texts(answers["answer"].tolist(), lowercase=lowercase)))
+    tokens = dict(zip(answers["label"], tokenize(answers["answer"].tolist())))
     words = dict(zip(answers["label"], answers["answer"]))
     several = {words[label]: toks for label, toks in tokens.items() if len(toks) != 1}
     if several:
@@ -410,6 +439,38 @@ def abridged(items: list | dict, shown: int = 10) -> str:
     return f"[{', '.join(map(repr, items[:shown]))}, … and {len(items) - shown} more]"
 
 
+def unspaced_script_shares(texts: pd.Series, seed: int, sample: int = 2000) -> dict[str, float]:
+    """The share of the letters of a seeded sample of ``sample`` texts in each script of :data:`UNSPACED_SCRIPTS`
+    (scripts with no letters left out)."""
+    if len(texts) > sample:
+        texts = texts.sample(n=sample, random_state=seed)
+    text = "".join(texts.map(str))
+    letters = sum(map(str.isalpha, text))
+    shares = {}
+    for script, ranges in UNSPACED_SCRIPTS.items():
+        pattern = "[" + "".join(f"{chr(low)}-{chr(high)}" for low, high in ranges) + "]"
+        count = len(re.findall(pattern, text))
+        if count:
+            shares[script] = count / letters
+    return shares
+
+
+def check_spaced_script(texts: pd.Series, where: str, key: str, seed: int) -> None:
+    """Stop if most letters of ``texts`` are of scripts written without spaces between words (Chinese, Japanese,
+    Thai, ...): the English tokenizer splits at spaces and punctuation only, so a clause would be one token and
+    the audits would rank clauses, not words."""
+    shares = unspaced_script_shares(texts, seed)
+    if sum(shares.values()) >= 0.5:
+        found = ", ".join(f"{share:.0%} {script}" for script, share in sorted(shares.items(), key=lambda kv: -kv[1]))
+        raise AttnauditError(
+            f"{where}: the text's letters are {found}, a script written without spaces between words, and {key} "
+            "is en (the default), whose tokenizer splits at spaces and punctuation only: a clause would be one "
+            f"token. Set {key} to the corpus's language as spaCy names it (zh: a token per character; ja, th: "
+            "spaCy's tokenizers of them need SudachiPy or PyThaiNLP installed), or xx to split at spaces and "
+            "punctuation anyway"
+        )
+
+
 def check_user_dataset(dataset: str, corpus: str, entry: dict, options: dict, seed: int) -> None:
     """Before any job runs: the user corpus ``corpus`` (``corpora.user.<corpus>``) can be read and split into
     train/dev/test with every class of the corpus in each split (of a QA/NLI corpus, two classes and every split
@@ -440,8 +501,11 @@ def check_user_dataset(dataset: str, corpus: str, entry: dict, options: dict, se
             )
         blank |= empty
     documents = documents[~blank]  # the tokeniser drops documents (and queries) without tokens
+    if options["language"] == "en":
+        check_spaced_script(documents["text"], where, f"datasets.{dataset}.tokenise.language", seed)
+    tokenize = partial(tokenize_texts, lowercase=options["lowercase"], language=options["language"])
     if "answer" in documents.columns:  # candidates: passage; whether each answer is in its passage: the job's
-        answer_tokens(documents, options["lowercase"], where)
+        answer_tokens(documents, tokenize, where)
     try:
         check_splits(assign_splits(documents, options, seed), where, not query, info["label_names"])
     except AttnauditError as err:
