@@ -18,6 +18,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from system_packages import apt_install
+
 from attnaudit.job_costs import Job
 
 SYSCALLS = "execve,openat,open,rename,renameat,renameat2,clone,clone3,fork,vfork"
@@ -41,12 +43,7 @@ def skip_without_strace() -> None:
 def strace_prefix(trace: Path) -> list[str] | None:
     """The command prefix that traces a run into ``trace`` (installing strace with apt-get if it is missing), or
     None where this machine cannot trace (no strace and no apt-get, or ptrace not permitted)."""
-    if shutil.which("strace") is None and shutil.which("apt-get") is not None and os.geteuid() == 0:
-        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", "strace"]
-        if subprocess.run(install, env=env, capture_output=True).returncode != 0:
-            subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True)
-            subprocess.run(install, env=env, capture_output=True)
+    apt_install(["strace"], lambda: shutil.which("strace") is not None)
     prefix = ["strace", "-f", "--seccomp-bpf", "-q", "-e", f"trace={SYSCALLS}", "-e", "signal=none"]
     if shutil.which("strace") is None or subprocess.run([*prefix, "-o", os.devnull, "true"]).returncode != 0:
         return None

@@ -7,11 +7,8 @@ A synthetic model with a ``<script>`` token checks escaping. Screenshots go to `
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -19,6 +16,7 @@ import pytest
 import yaml
 from conftest import REPO
 from synthetic_results import make_results
+from system_packages import apt_install
 
 from attnaudit.modelsheet import sheet
 
@@ -32,23 +30,7 @@ def find_chromium() -> str | None:
 
 def install_chromium() -> str | None:
     """Debian's chromium via apt-get when missing (root only); the reason it cannot be installed otherwise."""
-    if find_chromium():
-        return None
-    if shutil.which("apt-get") is None:
-        return "chromium is not installed and apt-get is unavailable"
-    if os.geteuid() != 0:
-        return "chromium is not installed and installing it with apt-get needs root"
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    cmd = ["apt-get", "install", "-y", "-q", "--no-install-recommends", "chromium"]
-    lists = [p for p in Path("/var/lib/apt/lists").glob("*") if p.name not in ("lock", "partial", "auxfiles")]
-    if not lists:
-        subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True)
-    if subprocess.run(cmd, env=env, capture_output=True).returncode != 0:
-        subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True)  # stale lists: refresh once
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
-        if proc.returncode != 0:
-            return f"apt-get install chromium failed: {proc.stderr.strip()[-300:]}"
-    return None if find_chromium() else "apt-get installed chromium but no chromium binary is on PATH"
+    return apt_install(["chromium"], lambda: find_chromium() is not None)
 
 
 @pytest.fixture(scope="session")

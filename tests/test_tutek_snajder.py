@@ -4,7 +4,10 @@ are recorded, tables/figures/summary are written from crafted run records, and t
 
 import json
 import math
+import os
 import re
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -16,6 +19,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from sklearn.cluster import MiniBatchKMeans
 from sklearn.metrics import f1_score, mutual_info_score
+from system_packages import apt_install
 
 from attnaudit.auditing import instance_seed, iterate_chunk, load_audit_inputs
 from attnaudit.cli import main
@@ -533,6 +537,41 @@ def test_token_probability_figure_draws_dollar_tokens_literally(crafted_runs, tm
     renderer = FigureCanvasAgg(fig).get_renderer()
     literal = fig.text(0, 0, "a$b$c", parse_math=False).get_window_extent(renderer)
     assert fig.text(0, 0, plain_text("a$b$c")).get_window_extent(renderer).width == literal.width
+
+
+FIGURE_IN_A_NEW_PROCESS = """
+import json, sys
+import matplotlib.pyplot as plt
+from attnaudit.tutek_snajder.figures import token_probability_figure
+if sys.argv[3] == "dejavu-only":
+    plt.rcParams["font.family"] = ["DejaVu Sans"]
+token_probability_figure(json.loads(open(sys.argv[1]).read()), sys.argv[2], n_examples=2)
+"""
+
+
+def test_token_probability_figure_draws_chinese_tokens_in_an_installed_font(crafted_runs, tmp_path):
+    """Chinese tokens (``tokenise.language: zh``) are tick labels of Fig. 2: DejaVu Sans has no glyph of them and drew
+    empty boxes; an installed CJK font now draws them (matplotlib's font fallback, :data:`plotting.FALLBACK_FONTS`).
+    In new processes with a new font cache (a font installed after matplotlib's cache was built is not in it); the
+    control, DejaVu Sans alone, warns of the missing glyphs the check looks for."""
+    env = dict(os.environ, MPLCONFIGDIR=str(tmp_path / "mpl"))
+    fallback = [sys.executable, "-c", "from attnaudit.plotting import font_families; assert font_families()[1:]"]
+    reason = apt_install(["fonts-wqy-microhei"], lambda: subprocess.run(fallback, env=env).returncode == 0)
+    if reason:
+        pytest.fail(reason) if os.environ.get("CI") else pytest.skip(reason)
+    examples = pd.read_parquet(Path(crafted_runs[0]["dataset_dir"]) / "examples.parquet")
+    examples["tokens"] = [[("这", "部", "电", "影")[i % 4] for i in range(len(t))] for t in examples["tokens"]]
+    (tmp_path / "zh").mkdir()
+    examples.to_parquet(tmp_path / "zh" / "examples.parquet")
+    runs = [{**r, "dataset_dir": str(tmp_path / "zh")} for r in crafted_runs if r.get("dataset_dir")]
+    (tmp_path / "runs.json").write_text(json.dumps(runs))
+    said = {}
+    for fonts in ("installed", "dejavu-only"):
+        out = tmp_path / f"{fonts}.png"
+        cli = [sys.executable, "-c", FIGURE_IN_A_NEW_PROCESS, str(tmp_path / "runs.json"), str(out), fonts]
+        said[fonts] = subprocess.run(cli, env=env, capture_output=True, text=True, check=True).stderr
+        assert out.stat().st_size > 1000
+    assert "missing from font" in said["dejavu-only"] and "missing from font" not in said["installed"], said
 
 
 def test_token_probability_figure_names_the_classes(crafted_runs, tmp_path, monkeypatch):

@@ -1,6 +1,6 @@
-"""What every stage's figures share: the Agg backend, atomic PNG writes, the predicted-class colours and the
-violins of J&W Fig. 8's plane (a value on x, the instance's max attention binned on y, split by predicted class),
-which J&W Figs. 3/5 and W&P Fig. 3 all use."""
+"""What every stage's figures share: the Agg backend, fonts for the scripts of any corpus, atomic PNG writes, the
+predicted-class colours and the violins of J&W Fig. 8's plane (a value on x, the instance's max attention binned on
+y, split by predicted class), which J&W Figs. 3/5 and W&P Fig. 3 all use."""
 
 from __future__ import annotations
 
@@ -15,6 +15,38 @@ import seaborn as sns  # noqa: E402
 
 from attnaudit.io import atomic_path  # noqa: E402
 from attnaudit.labels import class_name  # noqa: E402
+
+#: fonts of the scripts DejaVu Sans (matplotlib's own) lacks, Chinese, Japanese, Korean and Thai, by the names they
+#: install under on Linux, macOS and Windows: each one installed draws what DejaVu Sans cannot (a corpus's tokens in
+#: T&Š Fig. 2, its class names in the legends) instead of empty boxes, by matplotlib's font fallback
+FALLBACK_FONTS = (
+    "Noto Sans CJK SC",
+    "Noto Sans CJK JP",
+    "Noto Sans CJK KR",
+    "Source Han Sans SC",
+    "WenQuanYi Micro Hei",
+    "WenQuanYi Zen Hei",
+    "Droid Sans Fallback",
+    "PingFang SC",
+    "Hiragino Sans",
+    "Apple SD Gothic Neo",
+    "Microsoft YaHei",
+    "Yu Gothic",
+    "Malgun Gothic",
+    "Noto Sans Thai",
+    "Tahoma",
+)
+
+
+def font_families() -> list[str]:
+    """DejaVu Sans, then each of :data:`FALLBACK_FONTS` that is installed."""
+    from matplotlib import font_manager
+
+    installed = {font.name for font in font_manager.fontManager.ttflist}
+    return ["DejaVu Sans", *(name for name in FALLBACK_FONTS if name in installed)]
+
+
+plt.rcParams["font.family"] = font_families()
 
 # J&W colour predicted classes: purple negative (0), orange positive (1)
 CLASS_COLOURS = ["#7b3294", "#e66101", "#1b9e77", "#377eb8", "#999999"]
