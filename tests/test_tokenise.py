@@ -7,7 +7,7 @@ import pytest
 from attnaudit import AttnauditError
 from attnaudit.data import BOS, EOS, PAD, UNK
 from attnaudit.tokenise import build_vocab, tokenise_documents, tokenize_texts
-from attnaudit.tokenise.tokenisation import check_spaced_script, check_splits
+from attnaudit.tokenise.tokenisation import check_spaced_script, check_splits, unspaced_script_shares
 
 
 def docs(rows):
@@ -69,6 +69,8 @@ def test_a_language_without_a_tokenizer_here_is_named(language, expected):
 def test_a_corpus_in_a_script_without_spaces_needs_its_language(texts, stops):
     """The English tokenizer would keep a Chinese, Japanese or Thai clause whole: such a corpus stops, naming the
     key and the script; English with a few Chinese letters, or other spaced scripts, does not."""
+    shares = unspaced_script_shares(pd.Series(texts), seed=0)
+    assert all(0 < share <= 1 for share in shares.values()), shares  # of the letters: Thai's vowel signs are none
     check = lambda: check_spaced_script(pd.Series(texts * 3), "datasets.mine", "datasets.mine.tokenise.language", 0)
     if stops is None:
         check()

@@ -444,14 +444,13 @@ def unspaced_script_shares(texts: pd.Series, seed: int, sample: int = 2000) -> d
     (scripts with no letters left out)."""
     if len(texts) > sample:
         texts = texts.sample(n=sample, random_state=seed)
-    text = "".join(texts.map(str))
-    letters = sum(map(str.isalpha, text))
+    letters = "".join(filter(str.isalpha, "".join(texts.map(str))))
     shares = {}
     for script, ranges in UNSPACED_SCRIPTS.items():
         pattern = "[" + "".join(f"{chr(low)}-{chr(high)}" for low, high in ranges) + "]"
-        count = len(re.findall(pattern, text))
+        count = len(re.findall(pattern, letters))
         if count:
-            shares[script] = count / letters
+            shares[script] = count / len(letters)
     return shares
 
 
