@@ -298,7 +298,10 @@ check_user_files()
 
 def check_tokenisers():
     """Before any job runs: a dataset's tokenise.language is a language spaCy has a tokenizer of, and that
-    tokenizer's own package (Japanese, Thai, ...) is installed."""
+    tokenizer's own package (Japanese, Thai, ...) is installed. Once, by the Snakemake that plans the run (as
+    :func:`check_user_files`)."""
+    if workflow.remote_exec or workflow.subprocess_exec:
+        return
     for dataset in DATASETS:
         language = tokenise_options(dataset).get("language")
         if language:
