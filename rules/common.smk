@@ -303,10 +303,10 @@ def check_tokenisers():
     if workflow.remote_exec or workflow.subprocess_exec:
         return
     for dataset in DATASETS:
-        language = tokenise_options(dataset).get("language")
-        if language:
+        options = {**TOKENISE_DEFAULTS, **tokenise_options(dataset)}
+        if (options["language"], options["segmenter"]) != ("en", "char"):
             try:
-                make_tokenizer(language)
+                make_tokenizer(options["language"], options["segmenter"])
             except AttnauditError as err:
                 raise AttnauditError(f"datasets.{dataset}.{err}") from None
 

@@ -116,8 +116,9 @@ def test_a_label_column_of_free_text_says_so_in_a_message_of_bounded_length(tmp_
 
 def test_a_user_corpus_in_chinese_needs_its_language_named(tmp_path):
     """Read by the English tokenizer, a Chinese review is a token per clause: the dry run stops, naming the key and
-    the script. ``language: zh`` plans it, and ``xx`` (spaCy's multi-language tokenizer) keeps spaces and
-    punctuation as the split; a language spaCy has no tokenizer of stops, naming the key."""
+    the script. ``language: zh`` plans it (characters, or jieba's words), and ``xx`` (spaCy's multi-language
+    tokenizer) keeps spaces and punctuation as the split; a language spaCy has no tokenizer of, or a segmenter of
+    another language than Chinese, stops, naming the key."""
     rng = np.random.default_rng(0)
     words = ["很好", "不错", "失望", "难看", "推荐", "质量", "一般", "喜欢"]
     corpus = tmp_path / "mine.csv"
@@ -127,12 +128,15 @@ def test_a_user_corpus_in_chinese_needs_its_language_named(tmp_path):
     cfg = user_config(corpus)
     output = said(dry_run(tmp_path, cfg))
     assert "datasets.mine.tokenise.language is en (the default)" in output and "100% Han" in output, output[-3000:]
-    for language in ("zh", "xx"):
-        cfg["datasets"]["mine"]["tokenise"] = {"language": language}
-        assert dry_run(tmp_path, cfg).returncode == 0, language
+    for tokenise in ({"language": "zh"}, {"language": "zh", "segmenter": "jieba"}, {"language": "xx"}):
+        cfg["datasets"]["mine"]["tokenise"] = tokenise
+        assert dry_run(tmp_path, cfg).returncode == 0, tokenise
     cfg["datasets"]["mine"]["tokenise"] = {"language": "qq"}
     output = said(dry_run(tmp_path, cfg))
     assert "datasets.mine.tokenise.language 'qq': spaCy has no tokenizer of that language" in output, output[-3000:]
+    cfg["datasets"]["mine"]["tokenise"] = {"language": "de", "segmenter": "jieba"}
+    output = said(dry_run(tmp_path, cfg))
+    assert "datasets.mine.tokenise.segmenter 'jieba': a segmenter is chosen for Chinese only" in output, output[-3000:]
 
 
 def test_a_user_nli_corpus_plans_jws_qa_models_and_no_stage_that_needs_a_classifier(tmp_path):

@@ -1,5 +1,7 @@
 import importlib.util
 import re
+import subprocess
+import sys
 
 import pandas as pd
 import pytest
@@ -39,6 +41,28 @@ def test_the_language_chooses_spacys_tokenizer():
     examples, vocab, stats = tokenise_documents(frame, {"language": "zh"}, seed=0)
     assert examples["tokens"].iloc[0] == [BOS, "难", "看", EOS] and {"好", "难", "看"} <= set(vocab)
     assert stats["options"]["language"] == "zh"
+
+
+def test_chinese_words_with_jieba_and_a_segmenter_only_for_chinese():
+    """``segmenter: jieba`` (spaCy's Chinese tokenizer with jieba) gives words; a segmenter is for Chinese only."""
+    review = "这部电影非常好看，演员的表演也很出色。"
+    assert tokenize_texts([review], language="zh", segmenter="jieba") == [
+        ["这部", "电影", "非常", "好看", "，", "演员", "的", "表演", "也", "很", "出色", "。"]
+    ]
+    with pytest.raises(AttnauditError, match="tokenise.segmenter 'jieba': a segmenter is chosen for Chinese only"):
+        tokenize_texts([review], language="en", segmenter="jieba")
+
+
+def test_a_missing_jieba_is_named(tmp_path):
+    """Where jieba is not installed (here: hidden from a new process), the message says which package to install."""
+    code = (
+        "import sys; sys.modules['jieba'] = None\n"
+        "from attnaudit.tokenise import tokenize_texts\n"
+        "tokenize_texts(['好看'], language='zh', segmenter='jieba')"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode != 0 and "tokenise.language 'zh' (segmenter 'jieba')" in proc.stderr, proc.stderr[-2000:]
+    assert "pip  install jieba" in proc.stderr or "pip install jieba" in proc.stderr, proc.stderr[-2000:]
 
 
 @pytest.mark.parametrize(

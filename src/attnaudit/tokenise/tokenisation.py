@@ -42,6 +42,7 @@ DEFAULTS = {
     "max_examples": None,
     "lowercase": True,
     "language": "en",
+    "segmenter": "char",
 }
 #: scripts written without spaces between words, whose clauses the English tokenizer would keep whole
 UNSPACED_SCRIPTS = {
@@ -55,12 +56,17 @@ UNSPACED_SCRIPTS = {
 }
 
 
+#: spaCy's Chinese segmenters that need no model download: characters, or jieba's words (its dictionary ships in
+#: its wheel)
+CHINESE_SEGMENTERS = ("char", "jieba")
+
+
 @cache
-def make_tokenizer(language: str = "en"):
+def make_tokenizer(language: str = "en", segmenter: str = "char"):
     """spaCy's rule-based tokenizer of ``language`` (``spacy.blank(language)``: no model download). J&W App. A
     tokenise English (``en``, the default); ``zh`` is one token per character (spaCy's default Chinese
-    segmenter); ``ja``, ``ko``, ``th`` and ``vi`` need the package spaCy names; ``xx`` is spaCy's
-    multi-language tokenizer (spaces and punctuation)."""
+    segmenter) or, with ``segmenter="jieba"``, per jieba word; ``ja``, ``ko``, ``th`` and ``vi`` need the
+    package spaCy names; ``xx`` is spaCy's multi-language tokenizer (spaces and punctuation)."""
     import importlib.util
 
     import spacy
@@ -71,9 +77,16 @@ def make_tokenizer(language: str = "en"):
             f"{where}: spaCy has no tokenizer of that language; give its ISO 639-1 code as spaCy names it (en, de, "
             "fr, zh, ...), or xx for spaCy's multi-language tokenizer"
         )
+    if segmenter != "char" and (language != "zh" or segmenter not in CHINESE_SEGMENTERS):
+        raise AttnauditError(
+            f"tokenise.segmenter {segmenter!r}: a segmenter is chosen for Chinese only (language zh), one of "
+            f"{', '.join(CHINESE_SEGMENTERS)}"
+        )
+    config = {"nlp": {"tokenizer": {"segmenter": segmenter}}} if language == "zh" else {}
     try:
-        return spacy.blank(language).tokenizer
-    except ImportError as err:  # Japanese, Korean, Thai, Vietnamese: a segmenter of their own
+        return spacy.blank(language, config=config).tokenizer
+    except ImportError as err:  # Japanese, Korean, Thai, Vietnamese, Chinese words: a segmenter of their own
+        where += f" (segmenter {segmenter!r})" if segmenter != "char" else ""
         raise AttnauditError(f"{where}: spaCy's tokenizer of it needs a package that is not installed: {err}") from err
 
 
@@ -94,7 +107,7 @@ def clean_text(text: str) -> str:
 
 
 def tokenize_texts(
-    texts: list[str], *, lowercase: bool = True, language: str = "en", batch_size: int = 1000
+    texts: list[str], *, lowercase: bool = True, language: str = "en", segmenter: str = "char", batch_size: int = 1000
 ) -> list[list[str]]:
     """Tokenise with spaCy's tokenizer of ``language`` (:func:`make_tokenizer`); lowercase; a token containing a
     digit becomes ``qqq`` (J&W App. A).
@@ -104,7 +117,7 @@ def tokenize_texts(
     into several vocabulary entries, and is put in NFC, so that a composed and a decomposed "café" are one word.
     ZWNJ and ZWJ are kept, being spelling inside words (Persian and Indic scripts); spaCy splits an emoji sequence
     at its joiners, and a token of nothing but joiners is dropped."""
-    tokenizer = make_tokenizer(language)
+    tokenizer = make_tokenizer(language, segmenter)
     out = []
     for doc in tokenizer.pipe(map(clean_text, texts), batch_size=batch_size):
         toks = []
@@ -195,7 +208,7 @@ def tokenise_documents(
         raise AttnauditError(f"documents are missing columns {sorted(missing)}")
     dropped: Counter = Counter()
     docs = quick_slice(docs.reset_index(drop=True), options["max_examples"], seed)
-    tokenize = partial(tokenize_texts, lowercase=options["lowercase"], language=options["language"])
+    tokenize = tokenizer_of(options)
     tokens = tokenize(docs["text"].fillna("").tolist())
     docs = docs.assign(tokens=tokens, n_tokens=[len(t) for t in tokens])
     query = "query" in docs.columns  # QA/NLI (J&W §3): the question/hypothesis, tokenised the same way
@@ -268,6 +281,13 @@ def tokenise_documents(
     examples = docs[columns].reset_index(drop=True)
     stats = _stats(examples, vocab, dropped, options)
     return examples, vocab, stats
+
+
+def tokenizer_of(options: dict) -> Callable[[list[str]], list[list[str]]]:
+    """:func:`tokenize_texts` with the tokenise ``options`` (case, language, segmenter)."""
+    return partial(
+        tokenize_texts, lowercase=options["lowercase"], language=options["language"], segmenter=options["segmenter"]
+    )
 
 
 def answer_tokens(docs: pd.DataFrame, tokenize: Callable[[list[str]], list[list[str]]], where: str) -> dict[int, str]:
@@ -464,9 +484,9 @@ def check_spaced_script(texts: pd.Series, where: str, key: str, seed: int) -> No
         raise AttnauditError(
             f"{where}: the text's letters are {found}, a script written without spaces between words, and {key} "
             "is en (the default), whose tokenizer splits at spaces and punctuation only: a clause would be one "
-            f"token. Set {key} to the corpus's language as spaCy names it (zh: a token per character; ja, th: "
-            "spaCy's tokenizers of them need SudachiPy or PyThaiNLP installed), or xx to split at spaces and "
-            "punctuation anyway"
+            f"token. Set {key} to the corpus's language as spaCy names it (zh: a token per character, or per word "
+            "with tokenise.segmenter: jieba; ja, th: spaCy's tokenizers of them need SudachiPy or PyThaiNLP "
+            "installed), or xx to split at spaces and punctuation anyway"
         )
 
 
@@ -502,7 +522,7 @@ def check_user_dataset(dataset: str, corpus: str, entry: dict, options: dict, se
     documents = documents[~blank]  # the tokeniser drops documents (and queries) without tokens
     if options["language"] == "en":
         check_spaced_script(documents["text"], where, f"datasets.{dataset}.tokenise.language", seed)
-    tokenize = partial(tokenize_texts, lowercase=options["lowercase"], language=options["language"])
+    tokenize = tokenizer_of(options)
     if "answer" in documents.columns:  # candidates: passage; whether each answer is in its passage: the job's
         answer_tokens(documents, tokenize, where)
     try:
