@@ -296,13 +296,23 @@ def check_user_files():
 check_user_files()
 
 
-def check_tokenisers():
+def check_tokenise_options():
     """Before any job runs: a dataset's tokenise.language is a language spaCy has a tokenizer of, and that
-    tokenizer's own package (Japanese, Thai, ...) is installed. Once, by the Snakemake that plans the run (as
-    :func:`check_user_files`)."""
+    tokenizer's own package (Japanese, Thai, ...) is installed; a split fraction is not given for a corpus that has
+    that split of its own (SST's dev, AG News's test), which would ignore it. Once, by the Snakemake that plans the
+    run (as :func:`check_user_files`)."""
     if workflow.remote_exec or workflow.subprocess_exec:
         return
     for dataset in DATASETS:
+        corpus = corpus_of(dataset)
+        for key, split in (("dev_fraction", "dev"), ("test_fraction", "test")):
+            given = DATASETS[dataset].get("tokenise", {}).get(key)
+            if given is not None and corpus_spec(corpus).defaults.get(key, 0) is None:
+                raise AttnauditError(
+                    f"datasets.{dataset}.tokenise.{key}: corpus {corpus} has a {split} split of its own, which the "
+                    f"papers use, so {key} would not be read; it applies to a corpus without a {split} split: "
+                    "leave it out"
+                )
         options = {**TOKENISE_DEFAULTS, **tokenise_options(dataset)}
         if (options["language"], options["segmenter"]) != ("en", "char"):
             try:
@@ -311,7 +321,7 @@ def check_tokenisers():
                 raise AttnauditError(f"datasets.{dataset}.{err}") from None
 
 
-check_tokenisers()
+check_tokenise_options()
 
 
 def dataset_files(dataset):

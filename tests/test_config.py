@@ -98,6 +98,11 @@ def test_grid_blocks_are_united(tmp_path):
         ({**BASE, "train": {"lr": -1}}, "-1"),
         ({"datasets": {"planted": {"corpus": "planted", "grid": {"encoders": ["rnn"]}}}}, "'rnn' is not one of"),
         ({"datasets": {"planted": {"corpus": "planted", "tokenise": {"min_cout": 2}}}}, "'min_cout' was unexpected"),
+        # a split fraction for a corpus that has the split (SST's official dev) would be ignored
+        (
+            {"datasets": {"sst": {"corpus": "sst", "tokenise": {"dev_fraction": 0.1}}}},
+            "datasets.sst.tokenise.dev_fraction: corpus sst has a dev split of its own",
+        ),
         ({"datasets": {"planted": {"corpus": "planted"}}, "corpora": {"mirorr": "/x"}}, "'mirorr' was unexpected"),
         # the model sheet: the schema (types, signs, unknown keys) and then the sheet's own checks
         (_sheet({"x": {"regulariser": "tying", "delta": -5}}), "-5 is less than the minimum of 0"),
