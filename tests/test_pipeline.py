@@ -95,7 +95,7 @@ def test_writing_out_a_default_reruns_nothing(pipeline_run, tmp_path):
     planted.setdefault("train_per_encoder", {}).update({"average": {"average_hidden": 256, "eval_batch_size": 256}})
     for dataset in cfg["datasets"].values():  # tokeniser, embeddings and importance options left out
         dataset.setdefault("tokenise", {}).update(
-            {"lowercase": True, "markers": True, "min_tokens": 0, "language": "en"}
+            {"lowercase": True, "markers": True, "min_tokens": 0, "language": "en", "segmenter": "char"}
         )
         dataset.setdefault("embeddings", {}).update({"window": 5, "min_count": 1, "pretrained": None, "binary": None})
     cfg.setdefault("importance", {}).setdefault("integrated_gradients", {})["max_elements"] = 2**25
