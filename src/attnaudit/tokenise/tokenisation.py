@@ -1,9 +1,9 @@
 """Tokenise stage: documents.parquet → examples.parquet, vocab.json, stats.json.
 
-J&W Appendix A: spaCy tokenisation (of NFC text without invisible format characters), lowercase, every token
-containing a digit → ``qqq``, out-of-vocabulary words → ``<unk>``; vocabulary from the train split with a
-per-dataset minimum count (§3 choices in the corpus registry). Splits: a corpus without a test split gets a seeded
-stratified test split (``test_fraction``), one without a dev split gets one carved out of train
+J&W Appendix A: spaCy tokenisation (English, or the corpus's ``language``; of NFC text without invisible format
+characters), lowercase, every token containing a digit → ``qqq``, out-of-vocabulary words → ``<unk>``; vocabulary from
+the train split with a per-dataset minimum count (§3 choices in the corpus registry). Splits: a corpus without a test
+split gets a seeded stratified test split (``test_fraction``), one without a dev split gets one carved out of train
 (``dev_fraction``); ``max_tokens``/``min_tokens`` drop long or short documents (J&W: IMDB < 400 tokens; their code
 also drops sentences shorter than 5 tokens *including* the sentence markers), and ``test_sample`` keeps a seeded
 fraction of the test documents (J&W: 20 % for IMDB).
