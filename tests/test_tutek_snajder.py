@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from collections import Counter
 from pathlib import Path
 
@@ -554,9 +555,13 @@ def test_token_probability_figure_draws_chinese_tokens_in_an_installed_font(craf
     empty boxes; an installed CJK font now draws them (matplotlib's font fallback, :data:`plotting.FALLBACK_FONTS`).
     In new processes with a new font cache (a font installed after matplotlib's cache was built is not in it); the
     control, DejaVu Sans alone, warns of the missing glyphs the check looks for."""
-    env = dict(os.environ, MPLCONFIGDIR=str(tmp_path / "mpl"))
     fallback = [sys.executable, "-c", "from attnaudit.plotting import font_families; assert font_families()[1:]"]
-    reason = apt_install(["fonts-wqy-microhei"], lambda: subprocess.run(fallback, env=env).returncode == 0)
+
+    def cjk_font_found() -> bool:  # by a new process with a new font cache
+        cache = tempfile.mkdtemp(dir=tmp_path)
+        return subprocess.run(fallback, env=dict(os.environ, MPLCONFIGDIR=cache)).returncode == 0
+
+    reason = apt_install(["fonts-wqy-microhei"], cjk_font_found)
     if reason:
         pytest.fail(reason) if os.environ.get("CI") else pytest.skip(reason)
     examples = pd.read_parquet(Path(crafted_runs[0]["dataset_dir"]) / "examples.parquet")
@@ -565,6 +570,7 @@ def test_token_probability_figure_draws_chinese_tokens_in_an_installed_font(craf
     examples.to_parquet(tmp_path / "zh" / "examples.parquet")
     runs = [{**r, "dataset_dir": str(tmp_path / "zh")} for r in crafted_runs if r.get("dataset_dir")]
     (tmp_path / "runs.json").write_text(json.dumps(runs))
+    env = dict(os.environ, MPLCONFIGDIR=tempfile.mkdtemp(dir=tmp_path))
     said = {}
     for fonts in ("installed", "dejavu-only"):
         out = tmp_path / f"{fonts}.png"
