@@ -305,9 +305,10 @@ def check_tokenise_options():
         return
     for dataset in DATASETS:
         corpus = corpus_of(dataset)
+        registry = corpus_spec(corpus).defaults  # a fraction of None: the corpus has that split of its own
         for key, split in (("dev_fraction", "dev"), ("test_fraction", "test")):
             given = DATASETS[dataset].get("tokenise", {}).get(key)
-            if given is not None and corpus_spec(corpus).defaults.get(key, 0) is None:
+            if given is not None and key in registry and registry[key] is None:
                 raise AttnauditError(
                     f"datasets.{dataset}.tokenise.{key}: corpus {corpus} has a {split} split of its own, which the "
                     f"papers use, so {key} would not be read; it applies to a corpus without a {split} split: "
