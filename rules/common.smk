@@ -276,31 +276,16 @@ def file_sha256(path):
     return sha256_file(path)
 
 
-def check_user_files():
-    """Before any job runs: each user corpus is read, split and checked for two classes (the counts name the
-    problem), and pretrained vectors exist and are vectors of embeddings.dim (binary if it says so). Once, by the
-    Snakemake that plans the run: a cluster job, which parses the workflow again, would pay for reading the whole
-    corpus (seconds, and memory beyond a small job's request for a large corpus)."""
-    if workflow.remote_exec or workflow.subprocess_exec:
-        return
-    for dataset in DATASETS:
-        corpus = corpus_of(dataset)
-        if corpus in USER_CORPORA:
-            check_user_dataset(dataset, corpus, USER_CORPORA[corpus], tokenise_options(dataset), config["seed"])
-        vectors = pretrained_vectors(dataset)
-        if vectors:
-            options = {**VECTOR_DEFAULTS, **DATASETS[dataset].get("embeddings", {})}
-            check_pretrained(vectors, options["dim"], options["binary"], f"datasets.{dataset}.embeddings")
-
-
-check_user_files()
-
-
-def check_tokenise_options():
-    """Before any job runs: a dataset's tokenise.language is a language spaCy has a tokenizer of, and that
-    tokenizer's own package (Japanese, Thai, ...) is installed; a split fraction is not given for a corpus that has
-    that split of its own (SST's dev, AG News's test), which would ignore it. Once, by the Snakemake that plans the
-    run (as :func:`check_user_files`)."""
+def check_datasets():
+    """Before any job runs, each dataset's inputs and tokenise options:
+    - a split fraction is not given for a corpus that has that split of its own (SST's dev, AG News's test), which
+      would ignore it;
+    - its tokenise.language is a language spaCy has a tokenizer of, and that tokenizer's own package (Japanese,
+      Thai, jieba, ...) is installed;
+    - a user corpus is read, split and checked for two classes (the counts name the problem);
+    - pretrained vectors exist and are vectors of embeddings.dim (binary if it says so).
+    Once, by the Snakemake that plans the run: a cluster job, which parses the workflow again, would pay for reading
+    the whole corpus (seconds, and memory beyond a small job's request for a large corpus)."""
     if workflow.remote_exec or workflow.subprocess_exec:
         return
     for dataset in DATASETS:
@@ -320,9 +305,15 @@ def check_tokenise_options():
                 make_tokenizer(options["language"], options["segmenter"])
             except AttnauditError as err:
                 raise AttnauditError(f"datasets.{dataset}.{err}") from None
+        if corpus in USER_CORPORA:
+            check_user_dataset(dataset, corpus, USER_CORPORA[corpus], tokenise_options(dataset), config["seed"])
+        vectors = pretrained_vectors(dataset)
+        if vectors:
+            options = {**VECTOR_DEFAULTS, **DATASETS[dataset].get("embeddings", {})}
+            check_pretrained(vectors, options["dim"], options["binary"], f"datasets.{dataset}.embeddings")
 
 
-check_tokenise_options()
+check_datasets()
 
 
 def dataset_files(dataset):
