@@ -18,7 +18,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from system_packages import apt_install
+from system_packages import apt_install, unavailable
 
 from attnaudit.job_costs import Job
 
@@ -30,14 +30,8 @@ QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
 
 
 def skip_without_strace() -> None:
-    """Skip a test that needs strace where it cannot trace; under CI, which installs strace as root, fail instead:
-    a missing trace there is never a silent skip."""
-    import pytest
-
-    why = "strace unavailable here (not installed and no apt-get, or ptrace not permitted)"
-    if os.environ.get("CI"):
-        pytest.fail(why)
-    pytest.skip(why)
+    """Skip a test that needs strace where it cannot trace; fail under CI (:func:`system_packages.unavailable`)."""
+    unavailable("strace unavailable here (not installed and no apt-get, or ptrace not permitted)")
 
 
 def strace_prefix(trace: Path) -> list[str] | None:

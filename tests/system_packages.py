@@ -1,5 +1,6 @@
 """Debian packages some tests need (Chromium, strace, a CJK font): installed with apt-get where they are missing and
-this process may (CI runs as root), as tests/cluster installs Slurm; elsewhere the reason they cannot be."""
+this process may (CI runs as root), as tests/cluster installs Slurm; elsewhere the reason they cannot be, for which
+such a test skips, or fails under CI (:func:`unavailable`)."""
 
 from __future__ import annotations
 
@@ -30,3 +31,13 @@ def apt_install(packages: list[str], installed: Callable[[], bool]) -> str | Non
         if proc.returncode != 0:
             return f"apt-get install {names} failed: {proc.stderr.strip()[-300:]}"
     return None if installed() else f"apt-get installed {names}, but it is still not found"
+
+
+def unavailable(reason: str) -> None:
+    """Skip a test whose system package this machine cannot have; under CI, which installs it as root, fail
+    instead: a missing package there is never a silent skip."""
+    import pytest
+
+    if os.environ.get("CI"):
+        pytest.fail(reason)
+    pytest.skip(reason)

@@ -20,7 +20,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from sklearn.cluster import MiniBatchKMeans
 from sklearn.metrics import f1_score, mutual_info_score
-from system_packages import apt_install
+from system_packages import apt_install, unavailable
 
 from attnaudit.auditing import instance_seed, iterate_chunk, load_audit_inputs
 from attnaudit.cli import main
@@ -563,7 +563,7 @@ def test_token_probability_figure_draws_chinese_tokens_in_an_installed_font(craf
 
     reason = apt_install(["fonts-wqy-microhei"], cjk_font_found)
     if reason:
-        pytest.fail(reason) if os.environ.get("CI") else pytest.skip(reason)
+        unavailable(reason)
     examples = pd.read_parquet(Path(crafted_runs[0]["dataset_dir"]) / "examples.parquet")
     examples["tokens"] = [[("这", "部", "电", "影")[i % 4] for i in range(len(t))] for t in examples["tokens"]]
     (tmp_path / "zh").mkdir()
