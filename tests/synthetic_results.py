@@ -25,17 +25,21 @@ def make_results(
     *,
     seed: int = 0,
     special: str | None = None,
+    first_tokens: list[str] | None = None,
     methods=METHODS,
     queries: bool = False,
 ):
     """Write ``root/results/...`` for one dataset ``synth`` and one model ``m-s0``; returns the explorer model entry.
-    ``special``: a token placed in the first instance (e.g. a ``<script>`` to check escaping); ``queries``: a QA/NLI
+    ``special``: a token placed in the first instance (e.g. a ``<script>`` to check escaping); ``first_tokens``: the
+    first instance's tokens between its markers; ``queries``: a QA/NLI
     dataset, whose examples carry ``query_tokens`` (``<s> q<i> w… </s>``)."""
     rng = np.random.default_rng(seed)
     res = root / "results"
     lengths = rng.integers(max(3, n_tokens // 2), n_tokens + 1, size=n_instances)
     vocab = np.array([f"w{i}" for i in range(500)])
     tokens = [["<s>", *vocab[rng.integers(0, 500, size=n - 2)], "</s>"] for n in lengths]
+    if first_tokens:
+        tokens[0], lengths[0] = ["<s>", *first_tokens, "</s>"], len(first_tokens) + 2
     if special:
         tokens[0][1] = special
     ids = [f"synth-test-{i:05d}" for i in range(n_instances)]

@@ -275,3 +275,39 @@ def test_a_very_long_token_wraps_inside_the_page(page, tmp_path):
     page.set_content(render("synth", "m-s0", chosen, {"i0": tokens}, 0.01, ["neg", "pos"]))
     assert page.evaluate("document.documentElement.scrollWidth") <= 1280
     assert not [e for e in page.errors if not e.startswith("network: file")], page.errors
+
+
+# the text of a heatmap row's tokens and the spaces between them (not its label or Δŷ)
+TOKENS_TEXT = """e => Array.from(e.childNodes)
+    .filter(n => n.nodeType === Node.TEXT_NODE || n.classList.contains('tok'))
+    .map(n => n.textContent).join('').trim()"""
+
+
+def test_chinese_tokens_are_shown_without_spaces(page, tmp_path):
+    """Tokens of a script written without spaces (here Chinese words and punctuation) are shown side by side, as the
+    text writes them, in the explorer and the J&W heatmap page; a Latin word among them, and an English instance,
+    keep their spaces."""
+    from attnaudit.explorer.build import build_site
+    from attnaudit.jain_wallace.heatmaps import render
+
+    words = ["这部", "电影", "很", "好", "。", "iphone", "也", "很", "好", "！"]
+    shown = "<s> 这部电影很好。 iphone 也很好！ </s>"
+    entry = make_results(tmp_path, n_instances=12, n_tokens=8, first_tokens=words)
+    build_site([entry], tmp_path / "explorer", options={"page_size": 5})
+    for i, expected in ((0, shown), (1, None)):
+        page.goto((tmp_path / "explorer" / "index.html").as_uri() + f"#/instance/synth/m-s0/{i}")
+        page.wait_for_selector("#tokens .tok")
+        tokens = page.locator("#tokens .tok").all_text_contents()
+        assert page.text_content("#tokens") == (expected or " ".join(tokens))
+        assert len(tokens) == (len(words) + 2 if i == 0 else len(tokens))
+    weights = np.linspace(0.05, 0.2, len(words) + 2)
+    chosen = pd.DataFrame(
+        {"id": ["i0"], "label": [0], "predicted_class": [0], "eps_max_jsd": [0.3], "max_attention": [0.2]}
+        | {"n_valid": [2], "attention": [weights], "adversarial_attention": [weights[::-1]], "best_tvd": [0.01]}
+    )
+    page.set_content(render("synth", "m-s0", chosen, {"i0": ["<s>", *words, "</s>"]}, 0.01, ["neg", "pos"]))
+    for row in (".orig", ".adv"):
+        assert page.locator(f"{row} .tok").count() == len(words) + 2
+        text = page.locator(row).evaluate(TOKENS_TEXT)
+        assert text == shown
+    assert not [e for e in page.errors if not e.startswith("network: file")], page.errors

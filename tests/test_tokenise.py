@@ -111,6 +111,35 @@ def test_a_corpus_in_a_script_without_spaces_needs_its_language(texts, stops):
             check()
 
 
+@pytest.mark.parametrize(
+    "language,segmenter,shown",
+    [
+        ("zh", "char", "这部电影很好。 i p h o n e 也很好！"),  # a token per character, Latin letters too
+        ("zh", "jieba", "这部电影很好。 iphone 也很好！"),
+        ("xx", "char", "这部电影很好。iphone 也很好！"),  # one token per clause
+    ],
+)
+def test_chinese_tokens_are_shown_as_the_text_writes_them(language, segmenter, shown):
+    """Shown as text (heatmaps, explorer), tokens of a script written without spaces are joined, CJK punctuation
+    included, and the others spaced; English and Korean tokens keep a space between every two."""
+    from attnaudit.writing_systems import join_tokens, joined_indices
+
+    tokens = tokenize_texts(["这部电影很好。iPhone 也很好！"], language=language, segmenter=segmenter)[0]
+    assert join_tokens(tokens) == shown
+    assert len(shown) == sum(map(len, tokens)) + len(tokens) - 1 - len(joined_indices(tokens))
+    for text, language in (("A fine film, far too long.", "en"), ("한국 영화는 정말 재미있어요.", "xx")):
+        tokens = tokenize_texts([text], language=language)[0]
+        assert joined_indices(tokens) == [] and join_tokens(tokens) == " ".join(tokens)
+
+
+def test_thai_and_japanese_tokens_are_joined_and_marked_tokens_spaced():
+    from attnaudit.writing_systems import join_tokens
+
+    assert join_tokens(["<s>", "หนัง", "เรื่อง", "นี้", "สนุก", "</s>"]) == "<s> หนังเรื่องนี้สนุก </s>"
+    assert join_tokens(["<s>", "映画", "は", "「", "面白い", "」", "。", "</s>"]) == "<s> 映画は「面白い」。 </s>"
+    assert join_tokens(["café", "qqq", "films"]) == "café qqq films"
+
+
 def test_unicode_is_nfc_and_invisible_format_characters_make_no_tokens():
     """A composed and a decomposed "café" are one vocabulary word; a lone LRM, zero-width space or bidi override
     is no token, and one inside a word leaves it; ZWNJ inside a (Persian) word is spelling and stays."""

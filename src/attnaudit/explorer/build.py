@@ -3,9 +3,10 @@
 Data files are JavaScript that assigns into ``window.ATTNAUDIT.data`` (``fetch()`` of local files fails under
 ``file://``; script tags do not), loaded on demand by the page: ``data/index.js`` (every model with its card),
 ``data/<dataset>/<model>/list.js`` (one row per test instance: class, correctness, Δŷ, ε-max JSD, τ, ...), and
-``page-NNNNN.js`` (tokens and per-token scores of ``page_size`` instances), so an IMDB-sized run never loads more
-than one page of tokens at a time. Per-token scores are rounded to ``digits`` significant digits. All text is
-data, rendered by the page with ``textContent`` (never parsed as HTML).
+``page-NNNNN.js`` (tokens and per-token scores of ``page_size`` instances, and which tokens the text writes
+without a space before them: Chinese, Japanese, ...), so an IMDB-sized run never loads more than one page of tokens
+at a time. Per-token scores are rounded to ``digits`` significant digits. All text is data, rendered by the page
+with ``textContent`` (never parsed as HTML).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import pandas as pd
 
 from attnaudit.io import merged_options, read_columns, read_json, read_parquet
 from attnaudit.specials import without_markers
+from attnaudit.writing_systems import join_tokens, joined_indices
 
 log = logging.getLogger(__name__)
 
@@ -125,8 +127,11 @@ def build_model(entry: dict, examples: pd.DataFrame, out: Path, split: str, opti
                     continue
                 scores[name] = rounded(vals, digits)
             instance = {"id": listing["ids"][i], "tokens": tokens, "scores": scores}
+            joined = joined_indices(tokens)
+            if joined:  # tokens the text writes together (Chinese, Japanese, ...): shown without a space
+                instance["joined"] = joined
             if "query_tokens" in frame:
-                instance["query"] = without_markers(frame["query_tokens"].iat[i])
+                instance["query"] = join_tokens(without_markers(frame["query_tokens"].iat[i]))
             instances.append(instance)
         (out / f"page-{page:05d}.js").write_text(js_assign(f"page:{key}:{page}", instances), encoding="utf-8")
     for name, count in mismatched.items():

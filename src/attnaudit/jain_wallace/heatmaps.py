@@ -17,6 +17,7 @@ import pandas as pd
 from attnaudit.io import read_columns, read_parquet, write_text
 from attnaudit.labels import class_name, label_names
 from attnaudit.specials import without_markers
+from attnaudit.writing_systems import join_tokens, joined_indices
 
 log = logging.getLogger(__name__)
 
@@ -43,11 +44,15 @@ def select_instances(adversarial: pd.DataFrame, n: int, how: str = "max_jsd", se
 
 
 def _tokens_html(tokens, weights) -> str:
+    """One span per token, a space between two but where the text writes them together (Chinese, Japanese, ...:
+    :func:`attnaudit.writing_systems.written_together`)."""
     weights = np.asarray(weights, dtype=float)
     top = weights.max() if len(weights) and weights.max() > 0 else 1.0
-    return " ".join(
-        f'<span class="tok" style="--w:{w / top:.3f}" title="{w:.4f}">{html.escape(str(t))}</span>'
-        for t, w in zip(tokens, weights)
+    joined = set(joined_indices(tokens))
+    return "".join(
+        ("" if j == 0 or j in joined else " ")
+        + f'<span class="tok" style="--w:{w / top:.3f}" title="{w:.4f}">{html.escape(str(t))}</span>'
+        for j, (t, w) in enumerate(zip(tokens, weights))
     )
 
 
@@ -83,7 +88,7 @@ def render(
         query_row = (
             ""
             if query is None
-            else f"<div class='row query'><span class='label'>Query</span>{_isolated(' '.join(query))}</div>"
+            else f"<div class='row query'><span class='label'>Query</span>{_isolated(join_tokens(query))}</div>"
         )
         parts.append(
             f"<div class='instance'><h2>{_isolated(r['id'])}</h2>"

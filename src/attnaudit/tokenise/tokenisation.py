@@ -26,6 +26,7 @@ import pandas as pd
 from attnaudit import AttnauditError
 from attnaudit.io import merged_options, read_parquet, write_json, write_parquet
 from attnaudit.specials import BOS, EOS, SPECIALS
+from attnaudit.writing_systems import UNSPACED_SCRIPTS, script_pattern
 
 log = logging.getLogger(__name__)
 _DIGIT = re.compile(r"\d")
@@ -44,17 +45,6 @@ DEFAULTS = {
     "language": "en",
     "segmenter": "char",
 }
-#: scripts written without spaces between words, whose clauses the English tokenizer would keep whole
-UNSPACED_SCRIPTS = {
-    "Han": ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x2FA1F)),
-    "Kana": ((0x3040, 0x30FF), (0x31F0, 0x31FF), (0xFF66, 0xFF9D)),
-    "Thai": ((0x0E00, 0x0E7F),),
-    "Lao": ((0x0E80, 0x0EFF),),
-    "Tibetan": ((0x0F00, 0x0FFF),),
-    "Myanmar": ((0x1000, 0x109F),),
-    "Khmer": ((0x1780, 0x17FF),),
-}
-
 
 #: spaCy's Chinese segmenters that need no model download: characters, or jieba's words (its dictionary ships in
 #: its wheel)
@@ -466,9 +456,8 @@ def unspaced_script_shares(texts: pd.Series, seed: int, sample: int = 2000) -> d
         texts = texts.sample(n=sample, random_state=seed)
     letters = "".join(filter(str.isalpha, "".join(texts.map(str))))
     shares = {}
-    for script, ranges in UNSPACED_SCRIPTS.items():
-        pattern = "[" + "".join(f"{chr(low)}-{chr(high)}" for low, high in ranges) + "]"
-        count = len(re.findall(pattern, letters))
+    for script in UNSPACED_SCRIPTS:
+        count = len(re.findall(script_pattern(script), letters))
         if count:
             shares[script] = count / len(letters)
     return shares

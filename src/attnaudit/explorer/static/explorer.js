@@ -286,7 +286,7 @@
       })));
       app.appendChild(facts);
       if (inst.query) {  // QA/NLI: the question or hypothesis the attention over the passage is conditioned on
-        app.appendChild(el("p", { id: "instance-query" }, [el("b", { text: "query: " }), el("bdi", { text: inst.query.join(" ") })]));
+        app.appendChild(el("p", { id: "instance-query" }, [el("b", { text: "query: " }), el("bdi", { text: inst.query })]));
       }
       var names = (entry.overlays || []).filter(function (n) { return n in inst.scores; });
       if (names.indexOf(state.colourBy) < 0) state.colourBy = names[0];
@@ -304,12 +304,14 @@
         var scale = vals.reduce(function (m, v) { return v === null ? m : Math.max(m, Math.abs(v)); }, 0);
         tokens.textContent = "";
         tokens.setAttribute("data-colour-by", name);
+        var joined = {};  // tokens the text writes right after the one before (Chinese, Japanese, ...): no space
+        (inst.joined || []).forEach(function (j) { joined[j] = true; });
         inst.tokens.forEach(function (t, j) {
           var v = vals[j] === undefined ? null : vals[j];
           var span = el("span", { "class": "tok", "data-index": String(j), "data-value": v === null ? "" : String(v), title: name + ": " + fmt(v, 4), text: t });
           span.style.background = colour(v, scale);
+          if (j > 0 && !joined[j]) tokens.appendChild(document.createTextNode(" "));
           tokens.appendChild(span);
-          tokens.appendChild(document.createTextNode(" "));
         });
         legend.textContent = " colour: |" + name + "| relative to this instance's maximum " + fmt(scale, 4) + " (red ≥ 0, blue < 0)";
       }

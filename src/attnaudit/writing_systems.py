@@ -1,0 +1,56 @@
+"""Scripts written without spaces between words (Chinese, Japanese, Thai, ...).
+
+The tokeniser uses them to stop an English-tokenised corpus of such a script (a clause would be one token); the
+heatmaps and the explorer use them to show tokens as the text writes them: two tokens are joined without a space
+when the first ends and the second begins with a letter of such a script or with CJK punctuation ("很好。", not
+"很 好 。"), and spaced otherwise ("iphone 很好", "the film"). The tokens themselves do not record the text's
+spaces, so a space the text had between two such characters is not shown.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: Unicode blocks of the scripts written without spaces between words
+UNSPACED_SCRIPTS = {
+    "Han": ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x2FA1F)),
+    "Kana": ((0x3040, 0x30FF), (0x31F0, 0x31FF), (0xFF66, 0xFF9D)),
+    "Thai": ((0x0E00, 0x0E7F),),
+    "Lao": ((0x0E80, 0x0EFF),),
+    "Tibetan": ((0x0F00, 0x0FFF),),
+    "Myanmar": ((0x1000, 0x109F),),
+    "Khmer": ((0x1780, 0x17FF),),
+}
+#: punctuation that such text writes without spaces: CJK symbols and punctuation (、。「」), full-width forms (，！)
+UNSPACED_PUNCTUATION = ((0x3000, 0x303F), (0xFF00, 0xFFEF))
+
+
+def _character_class(ranges) -> str:
+    return "[" + "".join(f"{chr(low)}-{chr(high)}" for low, high in ranges) + "]"
+
+
+_UNSPACED = re.compile(
+    _character_class([r for ranges in UNSPACED_SCRIPTS.values() for r in ranges] + list(UNSPACED_PUNCTUATION))
+)
+
+
+def script_pattern(script: str) -> str:
+    """A regular-expression character class of the letters of ``script`` (a key of :data:`UNSPACED_SCRIPTS`)."""
+    return _character_class(UNSPACED_SCRIPTS[script])
+
+
+def written_together(left: str, right: str) -> bool:
+    """Whether token ``right`` follows token ``left`` without a space: both meet at a character of an unspaced
+    script or CJK punctuation."""
+    return bool(left and right and _UNSPACED.fullmatch(left[-1]) and _UNSPACED.fullmatch(right[0]))
+
+
+def joined_indices(tokens) -> list[int]:
+    """The positions ``j`` of ``tokens`` whose token follows token ``j - 1`` without a space (empty for English)."""
+    return [j for j in range(1, len(tokens)) if written_together(str(tokens[j - 1]), str(tokens[j]))]
+
+
+def join_tokens(tokens) -> str:
+    """``tokens`` as text: spaces between them but where :func:`written_together`."""
+    tokens = [str(t) for t in tokens]
+    return "".join(t if j == 0 or written_together(tokens[j - 1], t) else f" {t}" for j, t in enumerate(tokens))
