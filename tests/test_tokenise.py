@@ -137,7 +137,9 @@ def test_thai_and_japanese_tokens_are_joined_and_marked_tokens_spaced():
 
     assert join_tokens(["<s>", "หนัง", "เรื่อง", "นี้", "สนุก", "</s>"]) == "<s> หนังเรื่องนี้สนุก </s>"
     assert join_tokens(["<s>", "映画", "は", "「", "面白い", "」", "。", "</s>"]) == "<s> 映画は「面白い」。 </s>"
-    assert join_tokens(["café", "qqq", "films"]) == "café qqq films"
+    chinese = ["<s>", "早餐", ",", "没有", "(", "午饭", ")", "很", "好", "!", "qqq", "元", "</s>"]
+    assert join_tokens(chinese) == "<s> 早餐,没有(午饭)很好! qqq 元 </s>"
+    assert join_tokens(["café", "qqq", "films", ",", "(", "fine", ")"]) == "café qqq films , ( fine )"
 
 
 def test_unicode_is_nfc_and_invisible_format_characters_make_no_tokens():

@@ -3,13 +3,15 @@
 The tokeniser uses them to stop an English-tokenised corpus of such a script (a clause would be one token); the
 heatmaps and the explorer use them to show tokens as the text writes them: two tokens are joined without a space
 when the first ends and the second begins with a letter of such a script or with CJK punctuation ("很好。", not
-"很 好 。"), and spaced otherwise ("iphone 很好", "the film"). The tokens themselves do not record the text's
-spaces, so a space the text had between two such characters is not shown.
+"很 好 。"), ASCII punctuation beside such a letter included ("早餐,没有"), and spaced otherwise ("iphone 很好",
+"the film ,"). The tokens themselves do not record the text's spaces, so a space the text had between two
+such characters is not shown.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 
 #: Unicode blocks of the scripts written without spaces between words
 UNSPACED_SCRIPTS = {
@@ -39,10 +41,22 @@ def script_pattern(script: str) -> str:
     return _character_class(UNSPACED_SCRIPTS[script])
 
 
+def _unspaced(character: str) -> bool:
+    return _UNSPACED.fullmatch(character) is not None
+
+
+def _punctuation(character: str) -> bool:
+    return unicodedata.category(character).startswith("P")
+
+
 def written_together(left: str, right: str) -> bool:
-    """Whether token ``right`` follows token ``left`` without a space: both meet at a character of an unspaced
-    script or CJK punctuation."""
-    return bool(left and right and _UNSPACED.fullmatch(left[-1]) and _UNSPACED.fullmatch(right[0]))
+    """Whether token ``right`` follows token ``left`` without a space: they meet at two characters of unspaced
+    scripts or CJK punctuation (很|好, 好|。), or at one and a punctuation mark (好|, ,|没有: Chinese text often
+    has ASCII commas). Markers (``<s>``: ``<`` and ``>`` are symbols, not punctuation) stay spaced."""
+    if not (left and right):
+        return False
+    a, b = left[-1], right[0]
+    return (_unspaced(a) and (_unspaced(b) or _punctuation(b))) or (_unspaced(b) and _punctuation(a))
 
 
 def joined_indices(tokens) -> list[int]:
