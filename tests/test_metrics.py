@@ -65,3 +65,17 @@ def test_kendall_tau_is_scipy_tau_b_with_p_value():
     assert kendall_tau(a, b) == pytest.approx((expected.statistic, expected.pvalue))
     assert all(np.isnan(kendall_tau(np.ones(4), a[:4])))
     assert all(np.isnan(kendall_tau(a[:1], b[:1])))
+
+
+def test_kendall_tau_of_float32_scores_is_computed_in_float64():
+    """Importance scores are float32; SciPy >= 1.18 would return τ and p in float32 for them (τ rounded to ~1e-8, a
+    p-value below ~1e-38 flushed to 0). Read as float64, the same scores give the same τ and p on every SciPy."""
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=300).astype(np.float32)
+    b = (a + 0.1 * rng.normal(size=300)).astype(np.float32)
+    tau, p = kendall_tau(a, b)
+    assert (tau, p) == kendall_tau(a.astype(np.float64), b.astype(np.float64))
+    assert 0 < p < 1e-38  # a float32 p-value would be 0 here
+    c = rng.integers(0, 4, size=11).astype(np.float32)  # ties
+    d = rng.integers(0, 4, size=11).astype(np.float32)
+    assert kendall_tau(c, d)[0] == kendalltau(c.astype(np.float64), d.astype(np.float64), variant="b").statistic

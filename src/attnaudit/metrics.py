@@ -32,12 +32,14 @@ def jsd(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
 
 
 def kendall_tau(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
-    """Kendall τ-b and its two-sided p-value (scipy). NaN when either ranking is constant."""
+    """Kendall τ-b and its two-sided p-value (scipy). NaN when either ranking is constant. The scores are read as
+    float64: SciPy ≥ 1.18 returns float32 statistics and p-values for float32 scores, which would round τ to ~1e-8
+    and a p-value below ~1e-38 to 0, and differ from older SciPy."""
     if len(a) < 2:
         return float("nan"), float("nan")
     from scipy.stats import kendalltau  # 1-2 s to import: only the audits that rank pay for it
 
-    result = kendalltau(a, b, variant="b")
+    result = kendalltau(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64), variant="b")
     return float(result.statistic), float(result.pvalue)
 
 
