@@ -352,6 +352,34 @@ def test_pretrained_vectors_are_checked_and_an_input(tmp_path):
     assert not np.array_equal(before, np.load(tmp_path / target))
 
 
+def test_a_fasttext_model_is_read_by_the_workflow(tmp_path):
+    """fastText's own .bin model as a user gives it: the dry run reads its dimension off the header (a mismatch stops,
+    naming the key), and the embeddings job gives the corpus's words the model lacks their subword vectors."""
+    from gensim.models import FastText
+    from gensim.models.fasttext import save_facebook_model
+
+    corpus = write_corpus(tmp_path / "mine.csv", ["pos", "neg"] * 30)
+    model = FastText(vector_size=6, min_count=1, bucket=1000, min_n=3, max_n=5, workers=1, seed=0)
+    known = [WORDS[::2] * 5]  # half the corpus's words
+    model.build_vocab(known)
+    model.train(known, total_examples=1, epochs=3)
+    save_facebook_model(model, str(tmp_path / "cc.mine.6.bin"))
+    cfg = user_config(corpus)
+    cfg["datasets"]["mine"]["embeddings"] = {"pretrained": str(tmp_path / "cc.mine.6.bin"), "dim": 4}
+    assert "datasets.mine.embeddings.dim is 4 but the vectors in" in said(dry_run(tmp_path, cfg))
+    assert "(fastText model) have dimension 6" in said(dry_run(tmp_path, cfg))
+    cfg["datasets"]["mine"]["embeddings"]["dim"] = 6
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(cfg))
+    snakemake(tmp_path, "--cores", "1", "results/embeddings/mine/matrix.npy", config=config)
+    coverage = json.loads((tmp_path / "results/embeddings/mine/coverage.json").read_text())
+    vocab = json.loads((tmp_path / "results/datasets/mine/vocab.json").read_text())
+    corpus_words = [word for word in vocab if word in WORDS]
+    assert coverage["format"] == "fastText model" and corpus_words
+    assert coverage["from_subwords"] == len([word for word in corpus_words if word not in WORDS[::2]]) > 0
+    assert coverage["found"] >= len(corpus_words)
+
+
 def test_a_cluster_job_hashes_the_user_corpus_and_vectors_without_reading_them_for_the_checks(tmp_path):
     """Every cluster job parses the workflow again (Snakemake's remote mode). The Snakemake that plans the run reads
     the user corpus and the vectors file for the dry run's checks, and hashes them; a job's Snakemake only hashes

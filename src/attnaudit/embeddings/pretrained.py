@@ -2,13 +2,15 @@
 
 Read: word2vec text (fastText's ``.vec``), word2vec binary (``GoogleNews-vectors-negative300.bin``) and GloVe
 text, which has no ``<words> <dimension>`` header line, each also compressed (``.gz``, ``.bz2``, ``.xz``: as
-smart_open, gensim's file layer, opens them). The format is read from the file's first bytes; ``binary``, if the
-config gives it, is checked against it. What cannot be read says what the file is: a zip archive (GloVe and
-fastText ship zips) names its members; fastText's own ``.bin`` model points to its ``.vec``.
+smart_open, gensim's file layer, opens them), and fastText's own model (``cc.en.300.bin``). The format is read from
+the file's first bytes; ``binary``, if the config gives it, is checked against it. What cannot be read says what
+the file is: a zip archive (GloVe and fastText ship zips) names its members.
 
-Written by hand rather than with gensim's ``load_word2vec_format``, which builds the matrix of every word in the
-file (GoogleNews: 3M × 300 floats, 3.6 GB) and rejects GloVe 840B's lines whose word holds a space: one pass keeps
-the vocabulary's words only and parses no other line's numbers.
+Vectors files are read by hand rather than with gensim's ``load_word2vec_format``, which builds the matrix of every
+word in the file (GoogleNews: 3M × 300 floats, 3.6 GB) and rejects GloVe 840B's lines whose word holds a space: one
+pass keeps the vocabulary's words only and parses no other line's numbers. A fastText model is read with gensim's
+``load_facebook_vectors`` (the whole model in memory: cc.en.300.bin, 7 GB), which gives a word the model lacks its
+vector from its character n-grams, as fastText's ``print-word-vectors`` does (Bojanowski et al. 2017).
 """
 
 from __future__ import annotations
@@ -38,8 +40,11 @@ class VectorsFormat:
     binary: bool
     header: bool
     dim: int
+    fasttext_model: bool = False  # fastText's own .bin: vectors of any word, from its character n-grams
 
     def __str__(self) -> str:
+        if self.fasttext_model:
+            return "fastText model"
         return "GloVe text" if not self.header else f"word2vec {'binary' if self.binary else 'text'}"
 
 
@@ -78,11 +83,6 @@ def _head(path: Path, where: str) -> bytes:
             f"{where}.pretrained: reading a {path.suffix} file needs a package this installation lacks ({err}); "
             "decompress it, or compress it as .gz, .bz2 or .xz"
         ) from err
-    if head.startswith(FASTTEXT_MAGIC):
-        raise AttnauditError(
-            f"{where}.pretrained: {path} is a fastText model (.bin), not word vectors; give the .vec file "
-            "fastText distributes beside it (word2vec text)"
-        )
     return head
 
 
@@ -91,6 +91,10 @@ def vectors_format(path: str | Path, where: str = "embeddings") -> VectorsFormat
     says what it is when it is no vectors file."""
     path = Path(path)
     head = _head(path, where)
+    if head.startswith(FASTTEXT_MAGIC):  # int32 magic, int32 version, then the training args, dim first
+        if len(head) < 12:
+            raise AttnauditError(f"{where}.pretrained: {path} is a fastText model cut short after its magic number")
+        return VectorsFormat(binary=True, header=True, dim=int.from_bytes(head[8:12], "little"), fasttext_model=True)
     lines = head.split(b"\n")
     first = lines[0].split()
     if len(first) == 2 and all(part.isdigit() for part in first):
@@ -183,6 +187,16 @@ def _binary_records(handle, layout: VectorsFormat, wanted: dict[bytes, str], pat
         at = end + 1 + width
 
 
+def raise_none_found(path, vocab: dict[str, int], first: str):
+    """A file with none of the vocabulary's words is the wrong file: every row would stay random."""
+    frequent = [word for word in sorted(vocab, key=vocab.get) if word not in SPECIALS][:5]
+    raise AttnauditError(
+        f"embeddings.pretrained: {path} has none of the vocabulary's {len(vocab)} words (its most frequent: "
+        f"{', '.join(map(repr, frequent))}; the file's first: {first}): is it the vectors meant, in the corpus's "
+        "language and casing (tokenise.lowercase)?"
+    )
+
+
 def load_pretrained(path: str, vocab: dict[str, int], dim: int, binary: bool | None = None, sha256: str | None = None):
     """gensim KeyedVectors of the words of ``vocab`` the vectors file at ``path`` has (a repeated word: its first
     vector), read in one pass, and the file's :class:`VectorsFormat`; ``sha256``, given by the workflow when it
@@ -197,6 +211,8 @@ def load_pretrained(path: str, vocab: dict[str, int], dim: int, binary: bool | N
             "everything depending on it is redone"
         )
     layout = check_pretrained(path, dim, binary, "embeddings")
+    if layout.fasttext_model:
+        return _fasttext_model_vectors(path, vocab), layout
     wanted = {word.encode("utf-8"): word for word in vocab}
     records = _binary_records if layout.binary else _text_records
     found: dict[str, np.ndarray] = {}
@@ -207,13 +223,33 @@ def load_pretrained(path: str, vocab: dict[str, int], dim: int, binary: bool | N
     except (OSError, EOFError) as err:
         raise AttnauditError(f"embeddings.pretrained: {path} cannot be read to its end ({err})") from err
     if not found:
-        frequent = [word for word in sorted(vocab, key=vocab.get) if word not in SPECIALS][:5]
-        raise AttnauditError(
-            f"embeddings.pretrained: {path} has none of the vocabulary's {len(wanted)} words (its most frequent: "
-            f"{', '.join(map(repr, frequent))}; the file's first: {first_words(path)}): is it the vectors meant, in "
-            "the corpus's language and casing (tokenise.lowercase)?"
-        )
+        raise_none_found(path, vocab, first_words(path))
     vectors = KeyedVectors(layout.dim)
     if found:
         vectors.add_vectors(list(found), np.stack(list(found.values())))
     return vectors, layout
+
+
+def _fasttext_model_vectors(path: str, vocab: dict[str, int]):
+    """gensim KeyedVectors of every word of ``vocab`` but the specials from fastText's model at ``path``: a word the
+    model has, its vector; any other, the mean of its character n-grams' vectors (gensim's ``load_facebook_vectors``;
+    a word none of whose n-grams the model has stays out, and gets a seeded random row as with other formats). A
+    model with none of the vocabulary's words stops, as a vectors file does."""
+    from gensim.models import KeyedVectors
+    from gensim.models.fasttext import load_facebook_vectors
+
+    try:
+        model = load_facebook_vectors(str(path))
+    except (OSError, EOFError, ValueError, AssertionError, NotImplementedError) as err:
+        raise AttnauditError(f"embeddings.pretrained: {path} cannot be read as a fastText model ({err!r})") from err
+    words = [word for word in vocab if word not in SPECIALS]
+    in_model = [word for word in words if word in model.key_to_index]
+    if not in_model:  # n-grams give any word a vector, a German model's to an English corpus too
+        raise_none_found(path, vocab, ", ".join(map(repr, model.index_to_key[:5])))
+    composed = [word for word in words if word not in model.key_to_index and np.any(model[word])]
+    vectors = KeyedVectors(model.vector_size)
+    if in_model or composed:
+        vectors.add_vectors(in_model + composed, np.stack([model[word] for word in in_model + composed]))
+        for word in composed:  # a per-word attribute (gensim's vecattr), counted in coverage.json
+            vectors.set_vecattr(word, "from_subwords", True)
+    return vectors

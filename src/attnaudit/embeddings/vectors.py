@@ -80,6 +80,8 @@ def run(dataset_dir: str, out_dir: str, options: dict, seed: int) -> dict:
             options["pretrained"], vocab, options["dim"], options["binary"], options["pretrained_sha256"]
         )
         source = {"format": str(layout)}
+        if layout.fasttext_model:  # words the model lacks, given the mean of their character n-grams' vectors
+            source["from_subwords"] = int(vectors.expandos.get("from_subwords", np.zeros(0, bool)).sum())
     else:
         vectors = train_vectors(examples.loc[examples["split"] == "train", "tokens"].map(list).tolist(), options, seed)
         source = {"format": f"trained {options['method']}"}
