@@ -135,9 +135,13 @@ def test_a_fasttext_model_gives_words_it_lacks_their_subword_vectors(tmp_path, p
     assert (str(layout), layout.dim, layout.binary) == ("fastText model", 5, True)
     vocab = {PAD: 0, "<unk>": 1, "film": 2, "films": 3, "goodness": 4, "good": 5}
     vectors, _ = load_pretrained(str(tmp_path / "cc.en.5.bin"), vocab, 5)
-    assert vectors.index_to_key == ["film", "good", "films", "goodness"]
+    assert vectors.index_to_key == ["film", "films", "goodness", "good"]
     assert "films" not in model.wv.key_to_index
+    from gensim.models.fasttext import load_facebook_vectors
+
+    whole = load_facebook_vectors(str(tmp_path / "cc.en.5.bin"))  # gensim's reader, the whole model in memory
     for word in vectors.index_to_key:
+        np.testing.assert_array_equal(vectors[word], whole[word])
         np.testing.assert_allclose(vectors[word], model.wv[word], rtol=0, atol=1e-6)
     with pytest.raises(
         AttnauditError, match=r"embeddings.dim is 300 but .*cc.en.5.bin \(fastText model\) have dimension 5"
@@ -156,6 +160,16 @@ def test_a_fasttext_model_gives_words_it_lacks_their_subword_vectors(tmp_path, p
         load_pretrained(str(tmp_path / "cc.de.5.bin"), {PAD: 0, "films": 1, "goodness": 2, "bad": 3}, 5)
     assert "films" in german.wv  # n-grams would have given it a vector
 
+    packed = tmp_path / "cc.en.5.bin.gz"
+    packed.write_bytes(gzip.compress((tmp_path / "cc.en.5.bin").read_bytes()))
+    assert str(vectors_format(packed)) == "fastText model"
+    with pytest.raises(AttnauditError, match=r"cc.en.5.bin.gz is a compressed fastText model; decompress it"):
+        load_pretrained(str(packed), vocab, 5)
+    supervised = bytearray((tmp_path / "cc.en.5.bin").read_bytes())
+    supervised[72:76] = (2).to_bytes(4, "little")  # the dictionary's label count: a classifier's model
+    (tmp_path / "classifier.bin").write_bytes(supervised)
+    with pytest.raises(AttnauditError, match=r"classifier.bin is a supervised fastText model \(a classifier\)"):
+        load_pretrained(str(tmp_path / "classifier.bin"), vocab, 5)
     cut = tmp_path / "cut.bin"
     cut.write_bytes((tmp_path / "cc.en.5.bin").read_bytes()[:5000])
     with pytest.raises(AttnauditError, match=r"cut.bin cannot be read as a fastText model"):

@@ -16,6 +16,7 @@ vector from its character n-grams, as fastText's ``print-word-vectors`` does (Bo
 from __future__ import annotations
 
 import gzip
+import struct
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -139,6 +140,11 @@ def check_pretrained(path: str, dim: int, binary: bool | None, where: str) -> Ve
     if not file.is_file():
         raise AttnauditError(f"{where}.pretrained: {'is a directory' if file.is_dir() else 'no file'} {path}")
     layout = vectors_format(file, where)
+    if layout.fasttext_model and file.suffix in (".gz", ".bz2", ".xz"):
+        raise AttnauditError(
+            f"{where}.pretrained: {path} is a compressed fastText model; decompress it (gunzip), as fastText's "
+            "instructions say: its matrix is read straight from the file"
+        )
     if layout.dim != dim:
         raise AttnauditError(f"{where}.dim is {dim} but the vectors in {path} ({layout}) have dimension {layout.dim}")
     if binary is not None and binary != layout.binary:
@@ -230,26 +236,97 @@ def load_pretrained(path: str, vocab: dict[str, int], dim: int, binary: bool | N
     return vectors, layout
 
 
+@dataclass
+class FastTextModel:
+    """fastText's .bin as laid out by its ``FastText::saveModel``: the training arguments, the dictionary (words
+    first, each with its count and entry type) and the input matrix, ``nwords`` word rows then ``bucket`` n-gram
+    rows, memory-mapped (only the rows a vocabulary needs are read)."""
+
+    words: dict[str, int]  # word → row
+    minn: int
+    maxn: int
+    bucket: int
+    matrix: np.ndarray  # [nwords + bucket, dim] float32, memory-mapped
+
+    def vector(self, word: str) -> np.ndarray | None:
+        """The word's vector as fastText (and gensim's ``FastTextKeyedVectors``) composes it: a word of the model,
+        the mean of its own row and its n-grams' rows; another, the mean of its n-grams' rows (None without any),
+        summed in float32 in gensim's order, so the vectors equal gensim's bit for bit."""
+        from gensim.models.fasttext import ft_ngram_hashes
+
+        nwords = len(self.words)
+        hashes = ft_ngram_hashes(word, self.minn, self.maxn, self.bucket) if self.bucket else []
+        row = self.words.get(word)
+        if row is None and not hashes:
+            return None
+        total = np.array(self.matrix[row]) if row is not None else np.zeros(self.matrix.shape[1], np.float32)
+        for h in hashes:
+            total += self.matrix[nwords + h]
+        total /= len(hashes) + (row is not None)
+        return total
+
+
+def read_fasttext_model(path: str | Path) -> FastTextModel:
+    """Read the header and dictionary of fastText's model at ``path`` and map its input matrix (written by hand:
+    gensim's ``load_facebook_vectors`` reads the whole model, twice the input matrix in memory, ~10 GB for
+    cc.en.300.bin; its n-gram hash is used for the vectors). A supervised (classifier) or quantised (.ftz) model
+    and one cut short stop, saying so (a compressed one stops in :func:`check_pretrained`)."""
+    path = Path(path)
+    where = f"embeddings.pretrained: {path}"
+    with path.open("rb") as handle:
+        data = handle.read(1 << 20)
+        try:
+            _magic, _version, *args = struct.unpack_from("<14i", data)
+            dim, bucket, minn, maxn = args[0], args[8], args[9], args[10]
+            size, nwords, nlabels = struct.unpack_from("<3i", data, 64)
+            offset = 76 + 16  # the doubles' t, then the dictionary's sizes, ntokens and pruneidx_size
+            pruned = struct.unpack_from("<q", data, offset - 8)[0]
+            if nlabels:
+                raise AttnauditError(f"{where} is a supervised fastText model (a classifier), not word vectors")
+            words: dict[str, int] = {}
+            for index in range(size):
+                while (end := data.find(b"\0", offset)) < 0 or len(data) < end + 10:
+                    more = handle.read(1 << 20)
+                    if not more:
+                        raise struct.error("the dictionary ends early")
+                    data, offset = data[offset:] + more, 0
+                if index < nwords:
+                    words.setdefault(data[offset:end].decode("utf-8", "backslashreplace"), index)
+                offset = end + 10  # the word's NUL, its int64 count and int8 entry type
+            start = handle.tell() - len(data) + offset + 8 * max(pruned, 0)
+            handle.seek(start)
+            head = handle.read(17)
+            quantised, rows, columns = struct.unpack("<?2q", head)
+        except struct.error as err:
+            raise AttnauditError(f"{where} cannot be read as a fastText model ({err})") from err
+    if quantised:
+        raise AttnauditError(f"{where} is a quantised fastText model (.ftz); give the .bin it was quantised from")
+    if (rows, columns) != (nwords + bucket, dim) or path.stat().st_size < start + 17 + 4 * rows * columns:
+        raise AttnauditError(
+            f"{where} cannot be read as a fastText model: its input matrix is not {nwords} words + {bucket} buckets "
+            f"× {dim} floats to the end of the file (cut short?)"
+        )
+    matrix = np.memmap(path, dtype="<f4", mode="r", offset=start + 17, shape=(rows, columns))
+    return FastTextModel(words=words, minn=minn, maxn=maxn, bucket=bucket, matrix=matrix)
+
+
 def _fasttext_model_vectors(path: str, vocab: dict[str, int]):
     """gensim KeyedVectors of every word of ``vocab`` but the specials from fastText's model at ``path``: a word the
-    model has, its vector; any other, the mean of its character n-grams' vectors (gensim's ``load_facebook_vectors``;
-    a word none of whose n-grams the model has stays out, and gets a seeded random row as with other formats). A
-    model with none of the vocabulary's words stops, as a vectors file does."""
+    model has, its vector; any other, the mean of its character n-grams' vectors (as fastText's
+    ``print-word-vectors`` and gensim's ``load_facebook_vectors`` give them; a word without n-grams stays out and
+    gets a seeded random row, as with other formats). A model with none of the vocabulary's words stops, as a
+    vectors file does."""
     from gensim.models import KeyedVectors
-    from gensim.models.fasttext import load_facebook_vectors
 
-    try:
-        model = load_facebook_vectors(str(path))
-    except (OSError, EOFError, ValueError, AssertionError, NotImplementedError) as err:
-        raise AttnauditError(f"embeddings.pretrained: {path} cannot be read as a fastText model ({err!r})") from err
+    model = read_fasttext_model(path)
     words = [word for word in vocab if word not in SPECIALS]
-    in_model = [word for word in words if word in model.key_to_index]
+    in_model = [word for word in words if word in model.words]
     if not in_model:  # n-grams give any word a vector, a German model's to an English corpus too
-        raise_none_found(path, vocab, ", ".join(map(repr, model.index_to_key[:5])))
-    composed = [word for word in words if word not in model.key_to_index and np.any(model[word])]
-    vectors = KeyedVectors(model.vector_size)
-    if in_model or composed:
-        vectors.add_vectors(in_model + composed, np.stack([model[word] for word in in_model + composed]))
-        for word in composed:  # a per-word attribute (gensim's vecattr), counted in coverage.json
+        raise_none_found(path, vocab, ", ".join(map(repr, list(model.words)[:5])))
+    found = {word: vector for word in words if (vector := model.vector(word)) is not None}
+    vectors = KeyedVectors(model.matrix.shape[1])
+    vectors.add_vectors(list(found), np.stack(list(found.values())))
+    for word in found:
+        if word not in model.words:  # a per-word attribute (gensim's vecattr), counted in coverage.json
             vectors.set_vecattr(word, "from_subwords", True)
     return vectors
