@@ -8,9 +8,9 @@ the file is: a zip archive (GloVe and fastText ship zips) names its members.
 
 Vectors files are read by hand rather than with gensim's ``load_word2vec_format``, which builds the matrix of every
 word in the file (GoogleNews: 3M × 300 floats, 3.6 GB) and rejects GloVe 840B's lines whose word holds a space: one
-pass keeps the vocabulary's words only and parses no other line's numbers. A fastText model is read with gensim's
-``load_facebook_vectors`` (the whole model in memory: cc.en.300.bin, 7 GB), which gives a word the model lacks its
-vector from its character n-grams, as fastText's ``print-word-vectors`` does (Bojanowski et al. 2017).
+pass keeps the vocabulary's words only and parses no other line's numbers. Of a fastText model the dictionary is read
+and the matrix memory-mapped (:func:`read_fasttext_model`), and a word the model lacks gets the vector of its
+character n-grams, as fastText's ``print-word-vectors`` gives it (Bojanowski et al. 2017).
 """
 
 from __future__ import annotations
@@ -243,6 +243,7 @@ class FastTextModel:
     rows, memory-mapped (only the rows a vocabulary needs are read)."""
 
     words: dict[str, int]  # word → row
+    nwords: int  # the n-gram rows follow the word rows
     minn: int
     maxn: int
     bucket: int
@@ -254,14 +255,13 @@ class FastTextModel:
         summed in float32 in gensim's order, so the vectors equal gensim's bit for bit."""
         from gensim.models.fasttext import ft_ngram_hashes
 
-        nwords = len(self.words)
         hashes = ft_ngram_hashes(word, self.minn, self.maxn, self.bucket) if self.bucket else []
         row = self.words.get(word)
         if row is None and not hashes:
             return None
         total = np.array(self.matrix[row]) if row is not None else np.zeros(self.matrix.shape[1], np.float32)
         for h in hashes:
-            total += self.matrix[nwords + h]
+            total += self.matrix[self.nwords + h]
         total /= len(hashes) + (row is not None)
         return total
 
@@ -276,11 +276,12 @@ def read_fasttext_model(path: str | Path) -> FastTextModel:
     with path.open("rb") as handle:
         data = handle.read(1 << 20)
         try:
-            _magic, _version, *args = struct.unpack_from("<14i", data)
-            dim, bucket, minn, maxn = args[0], args[8], args[9], args[10]
-            size, nwords, nlabels = struct.unpack_from("<3i", data, 64)
-            offset = 76 + 16  # the doubles' t, then the dictionary's sizes, ntokens and pruneidx_size
-            pruned = struct.unpack_from("<q", data, offset - 8)[0]
+            # int32 magic and version; twelve int32 arguments (dim, ws, epoch, minCount, neg, wordNgrams, loss,
+            # model, bucket, minn, maxn, lrUpdateRate) and the double t; the dictionary's int32 size, nwords and
+            # nlabels, int64 ntokens and pruneidx_size; then its entries
+            dim, *_, bucket, minn, maxn, _rate = struct.unpack_from("<12i", data, 8)
+            size, nwords, nlabels, _tokens, pruned = struct.unpack_from("<3i2q", data, 64)
+            offset = 92
             if nlabels:
                 raise AttnauditError(f"{where} is a supervised fastText model (a classifier), not word vectors")
             words: dict[str, int] = {}
@@ -307,7 +308,7 @@ def read_fasttext_model(path: str | Path) -> FastTextModel:
             f"× {dim} floats to the end of the file (cut short?)"
         )
     matrix = np.memmap(path, dtype="<f4", mode="r", offset=start + 17, shape=(rows, columns))
-    return FastTextModel(words=words, minn=minn, maxn=maxn, bucket=bucket, matrix=matrix)
+    return FastTextModel(words=words, nwords=nwords, minn=minn, maxn=maxn, bucket=bucket, matrix=matrix)
 
 
 def _fasttext_model_vectors(path: str, vocab: dict[str, int]):
