@@ -5,6 +5,8 @@ import zipfile
 
 import numpy as np
 import pytest
+from gensim.models import FastText
+from gensim.models.fasttext import load_facebook_vectors, save_facebook_model
 
 from attnaudit import AttnauditError
 from attnaudit.data import PAD
@@ -116,9 +118,6 @@ ENGLISH = [["the", "film", "was", "good"], ["a", "bad", "film"], ["good", "actin
 
 def fasttext_model(path, dim: int = 5, sentences=ENGLISH):
     """A fastText model trained by gensim and written in fastText's own .bin format (gensim's writer)."""
-    from gensim.models import FastText
-    from gensim.models.fasttext import save_facebook_model
-
     model = FastText(vector_size=dim, min_count=1, bucket=2000, min_n=3, max_n=5, workers=1, seed=1)
     model.build_vocab(sentences * 20)
     model.train(sentences * 20, total_examples=20 * len(sentences), epochs=5)
@@ -137,8 +136,6 @@ def test_a_fasttext_model_gives_words_it_lacks_their_subword_vectors(tmp_path, p
     vectors, _ = load_pretrained(str(tmp_path / "cc.en.5.bin"), vocab, 5)
     assert vectors.index_to_key == ["film", "films", "goodness", "good"]
     assert "films" not in model.wv.key_to_index
-    from gensim.models.fasttext import load_facebook_vectors
-
     whole = load_facebook_vectors(str(tmp_path / "cc.en.5.bin"))  # gensim's reader, the whole model in memory
     for word in vectors.index_to_key:
         np.testing.assert_array_equal(vectors[word], whole[word])

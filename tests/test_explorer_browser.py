@@ -294,12 +294,16 @@ def test_chinese_tokens_are_shown_without_spaces(page, tmp_path):
     shown = "<s> 这部电影很好。 iphone 也很好！ </s>"
     entry = make_results(tmp_path, n_instances=12, n_tokens=8, first_tokens=words)
     build_site([entry], tmp_path / "explorer", options={"page_size": 5})
-    for i, expected in ((0, shown), (1, None)):
-        page.goto((tmp_path / "explorer" / "index.html").as_uri() + f"#/instance/synth/m-s0/{i}")
+
+    def explorer_tokens(instance):
+        page.goto((tmp_path / "explorer" / "index.html").as_uri() + f"#/instance/synth/m-s0/{instance}")
         page.wait_for_selector("#tokens .tok")
-        tokens = page.locator("#tokens .tok").all_text_contents()
-        assert page.text_content("#tokens") == (expected or " ".join(tokens))
-        assert len(tokens) == (len(words) + 2 if i == 0 else len(tokens))
+        return page.locator("#tokens .tok").all_text_contents(), page.text_content("#tokens")
+
+    tokens, text = explorer_tokens(0)
+    assert tokens == ["<s>", *words, "</s>"] and text == shown
+    tokens, text = explorer_tokens(1)  # words w1, w2, ...: spaced
+    assert len(tokens) > 2 and text == " ".join(tokens)
     weights = np.linspace(0.05, 0.2, len(words) + 2)
     chosen = pd.DataFrame(
         {"id": ["i0"], "label": [0], "predicted_class": [0], "eps_max_jsd": [0.3], "max_attention": [0.2]}
@@ -308,6 +312,5 @@ def test_chinese_tokens_are_shown_without_spaces(page, tmp_path):
     page.set_content(render("synth", "m-s0", chosen, {"i0": ["<s>", *words, "</s>"]}, 0.01, ["neg", "pos"]))
     for row in (".orig", ".adv"):
         assert page.locator(f"{row} .tok").count() == len(words) + 2
-        text = page.locator(row).evaluate(TOKENS_TEXT)
-        assert text == shown
+        assert page.locator(row).evaluate(TOKENS_TEXT) == shown
     assert not [e for e in page.errors if not e.startswith("network: file")], page.errors

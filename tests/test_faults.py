@@ -22,6 +22,8 @@ import pytest
 import torch
 import yaml
 from conftest import SNAKEMAKE, snakemake
+from gensim.models import FastText
+from gensim.models.fasttext import save_facebook_model
 from opened_files import skip_without_strace, strace_prefix
 from test_config import dry_run, shell_commands
 
@@ -355,9 +357,6 @@ def test_pretrained_vectors_are_checked_and_an_input(tmp_path):
 def test_a_fasttext_model_is_read_by_the_workflow(tmp_path):
     """fastText's own .bin model as a user gives it: the dry run reads its dimension off the header (a mismatch stops,
     naming the key), and the embeddings job gives the corpus's words the model lacks their subword vectors."""
-    from gensim.models import FastText
-    from gensim.models.fasttext import save_facebook_model
-
     corpus = write_corpus(tmp_path / "mine.csv", ["pos", "neg"] * 30)
     model = FastText(vector_size=6, min_count=1, bucket=1000, min_n=3, max_n=5, workers=1, seed=0)
     known = [WORDS[::2] * 5]  # half the corpus's words
