@@ -1,7 +1,9 @@
 import gzip
 import importlib.util
+import json
 import lzma
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -171,6 +173,20 @@ def test_a_fasttext_model_gives_words_it_lacks_their_subword_vectors(tmp_path, p
     cut.write_bytes((tmp_path / "cc.en.5.bin").read_bytes()[:5000])
     with pytest.raises(AttnauditError, match=r"cut.bin cannot be read as a fastText model"):
         load_pretrained(str(cut), vocab, 5)
+
+
+def test_a_model_written_by_fasttext_reads_as_fasttext_gives_its_vectors():
+    """``tests/data/fasttext``: a model written by fastText's own C++ code (0.9.3, ``make.py``) and the vectors its
+    ``get_word_vector`` gives, of words in the model and of words it composes from n-grams: read by attnaudit, the
+    same vectors, to float32 rounding (fastText scales by 1/n where gensim and we divide by n)."""
+    fixture = Path(__file__).parent / "data" / "fasttext"
+    reference = json.loads((fixture / "vectors.json").read_text())
+    vocab = {PAD: 0, **{word: i + 1 for i, word in enumerate(reference["vectors"])}}
+    vectors, layout = load_pretrained(str(fixture / "small.bin"), vocab, 8)
+    assert str(layout) == "fastText model" and vectors.index_to_key == list(reference["vectors"])
+    assert [w for w in vectors.index_to_key if not vectors.get_vecattr(w, "from_subwords")] == reference["in_model"]
+    for word, expected in reference["vectors"].items():
+        np.testing.assert_allclose(vectors[word], np.float32(expected), rtol=3e-7, atol=1e-8)
 
 
 def test_glove_words_with_spaces_and_repeated_words(tmp_path):
