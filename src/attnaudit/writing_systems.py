@@ -61,7 +61,10 @@ def written_together(left: str, right: str) -> bool:
 
 def joined_indices(tokens) -> list[int]:
     """The positions ``j`` of ``tokens`` whose token follows token ``j - 1`` without a space (empty for English)."""
-    return [j for j in range(1, len(tokens)) if written_together(str(tokens[j - 1]), str(tokens[j]))]
+    tokens = [str(t) for t in tokens]
+    if "".join(tokens).isascii():  # no unspaced script: the explorer checks every test instance
+        return []
+    return [j for j in range(1, len(tokens)) if written_together(tokens[j - 1], tokens[j])]
 
 
 def join_tokens(tokens) -> str:
