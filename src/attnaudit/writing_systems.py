@@ -59,15 +59,20 @@ def written_together(left: str, right: str) -> bool:
     return (_unspaced(a) and (_unspaced(b) or _punctuation(b))) or (_unspaced(b) and _punctuation(a))
 
 
-def joined_indices(tokens) -> list[int]:
-    """The positions ``j`` of ``tokens`` whose token follows token ``j - 1`` without a space (empty for English)."""
+def spaces_before(tokens) -> list[str]:
+    """What is shown before each of ``tokens``: nothing before the first and where :func:`written_together`, a space
+    otherwise."""
     tokens = [str(t) for t in tokens]
     if "".join(tokens).isascii():  # no unspaced script: the explorer checks every test instance
-        return []
-    return [j for j in range(1, len(tokens)) if written_together(tokens[j - 1], tokens[j])]
+        return [""] + [" "] * (len(tokens) - 1) if tokens else []
+    return [""] + [" " if not written_together(a, b) else "" for a, b in zip(tokens, tokens[1:])]
+
+
+def joined_indices(tokens) -> list[int]:
+    """The positions ``j`` of ``tokens`` whose token follows token ``j - 1`` without a space (empty for English)."""
+    return [j for j, space in enumerate(spaces_before(tokens)) if j and not space]
 
 
 def join_tokens(tokens) -> str:
     """``tokens`` as text: spaces between them but where :func:`written_together`."""
-    tokens = [str(t) for t in tokens]
-    return "".join(t if j == 0 or written_together(tokens[j - 1], t) else f" {t}" for j, t in enumerate(tokens))
+    return "".join(space + str(t) for space, t in zip(spaces_before(tokens), tokens))

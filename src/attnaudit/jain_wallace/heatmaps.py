@@ -17,7 +17,7 @@ import pandas as pd
 from attnaudit.io import read_columns, read_parquet, write_text
 from attnaudit.labels import class_name, label_names
 from attnaudit.specials import without_markers
-from attnaudit.writing_systems import join_tokens, joined_indices
+from attnaudit.writing_systems import join_tokens, spaces_before
 
 log = logging.getLogger(__name__)
 
@@ -48,11 +48,9 @@ def _tokens_html(tokens, weights) -> str:
     :func:`attnaudit.writing_systems.written_together`)."""
     weights = np.asarray(weights, dtype=float)
     top = weights.max() if len(weights) and weights.max() > 0 else 1.0
-    joined = set(joined_indices(tokens))
     return "".join(
-        ("" if j == 0 or j in joined else " ")
-        + f'<span class="tok" style="--w:{w / top:.3f}" title="{w:.4f}">{html.escape(str(t))}</span>'
-        for j, (t, w) in enumerate(zip(tokens, weights))
+        f'{space}<span class="tok" style="--w:{w / top:.3f}" title="{w:.4f}">{html.escape(str(t))}</span>'
+        for space, t, w in zip(spaces_before(tokens), tokens, weights)
     )
 
 
