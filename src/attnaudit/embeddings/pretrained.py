@@ -252,18 +252,15 @@ class FastTextModel:
     def vector(self, word: str) -> np.ndarray | None:
         """The word's vector as fastText (and gensim's ``FastTextKeyedVectors``) composes it: a word of the model,
         the mean of its own row and its n-grams' rows; another, the mean of its n-grams' rows (None without any),
-        summed in float32 in gensim's order, so the vectors equal gensim's bit for bit."""
+        summed in float32 in gensim's order (a cumulative sum is sequential), so the vectors equal gensim's bit for
+        bit."""
         from gensim.models.fasttext import ft_ngram_hashes
 
         hashes = ft_ngram_hashes(word, self.minn, self.maxn, self.bucket) if self.bucket else []
-        row = self.words.get(word)
-        if row is None and not hashes:
+        rows = ([self.words[word]] if word in self.words else []) + [self.nwords + h for h in hashes]
+        if not rows:
             return None
-        total = np.array(self.matrix[row]) if row is not None else np.zeros(self.matrix.shape[1], np.float32)
-        for h in hashes:
-            total += self.matrix[self.nwords + h]
-        total /= len(hashes) + (row is not None)
-        return total
+        return np.cumsum(self.matrix[rows], axis=0, dtype=np.float32)[-1] / np.float32(len(rows))
 
 
 def read_fasttext_model(path: str | Path) -> FastTextModel:
