@@ -22,10 +22,10 @@ import pytest
 import torch
 import yaml
 from conftest import SNAKEMAKE, snakemake
-from gensim.models import FastText
-from gensim.models.fasttext import save_facebook_model
 from opened_files import skip_without_strace, strace_prefix
+from system_packages import unavailable
 from test_config import dry_run, shell_commands
+from test_embeddings import fasttext_model
 
 from attnaudit import AttnauditError
 from attnaudit.data import load_examples
@@ -358,11 +358,7 @@ def test_a_fasttext_model_is_read_by_the_workflow(tmp_path):
     """fastText's own .bin model as a user gives it: the dry run reads its dimension off the header (a mismatch stops,
     naming the key), and the embeddings job gives the corpus's words the model lacks their subword vectors."""
     corpus = write_corpus(tmp_path / "mine.csv", ["pos", "neg"] * 30)
-    model = FastText(vector_size=6, min_count=1, bucket=1000, min_n=3, max_n=5, workers=1, seed=0)
-    known = [WORDS[::2] * 5]  # half the corpus's words
-    model.build_vocab(known)
-    model.train(known, total_examples=1, epochs=3)
-    save_facebook_model(model, str(tmp_path / "cc.mine.6.bin"))
+    fasttext_model(tmp_path / "cc.mine.6.bin", dim=6, sentences=[WORDS[::2]])  # half the corpus's words
     cfg = user_config(corpus)
     cfg["datasets"]["mine"]["embeddings"] = {"pretrained": str(tmp_path / "cc.mine.6.bin"), "dim": 4}
     assert "datasets.mine.embeddings.dim is 4 but the vectors in" in said(dry_run(tmp_path, cfg))
@@ -522,12 +518,13 @@ def test_cli_names_a_bad_path_or_json_argument(planted_dataset, tmp_path, args, 
 
 @pytest.fixture
 def full_disk(tmp_path):
-    """A real 64 KiB tmpfs (needs root and mount rights, as CI has); skipped with the reason otherwise."""
+    """A real 64 KiB tmpfs (needs root and mount rights, as CI has); skipped with the reason otherwise, a failure
+    under CI."""
     mount = tmp_path / "small"
     mount.mkdir()
     proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], capture_output=True)
     if proc.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs here: {proc.stderr.decode().strip()}")
+        unavailable(f"cannot mount a small tmpfs here: {proc.stderr.decode().strip()}")
     yield mount
     subprocess.run(["umount", str(mount)], check=False)
 
