@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 from opened_files import strace_prefix
+from system_packages import unavailable
 
 from attnaudit.data import collate
 from attnaudit.models import AttentionClassifier, ModelConfig, activations
@@ -90,10 +91,7 @@ def required_mirror() -> Path:
     beside the checkout: there a missing mirror is a failure, never a silent skip."""
     mirror = mirror_dir()
     if mirror is None:
-        why = "no corpus mirror (set ATTNAUDIT_MIRROR or place shared/corpora beside the checkout)"
-        if os.environ.get("CI"):
-            pytest.fail(why)
-        pytest.skip(why)
+        unavailable("no corpus mirror (set ATTNAUDIT_MIRROR or place shared/corpora beside the checkout)")
     return mirror
 
 

@@ -16,7 +16,7 @@ import pytest
 import yaml
 from conftest import REPO
 from synthetic_results import make_results
-from system_packages import apt_install
+from system_packages import apt_install, unavailable
 
 from attnaudit.modelsheet import sheet
 
@@ -37,7 +37,7 @@ def install_chromium() -> str | None:
 def browser():
     reason = install_chromium()
     if reason:
-        pytest.skip(f"no headless Chromium: {reason}")
+        unavailable(f"no headless Chromium: {reason}")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:

@@ -3,6 +3,7 @@
 import contextlib
 
 import pytest
+from system_packages import unavailable
 
 from . import slurm
 
@@ -23,7 +24,7 @@ def say(request):
 def slurm_cluster(say):
     reason = slurm.unavailable_reason()
     if reason:
-        pytest.skip(f"no local Slurm cluster: {reason}")
+        unavailable(f"no local Slurm cluster: {reason}")
     with slurm.slurm_cluster() as cluster:
         say(
             f"bring-up {cluster.timings['bring_up']:.1f} s "
