@@ -19,24 +19,26 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import mirror_dir, required_mirror
 
 from attnaudit import AttnauditError
 from attnaudit.corpora import build_corpus, fetch, get_spec, readers, run
 from attnaudit.corpora.registry import REGISTRY, CorpusFile, CorpusSpec, CorpusTree
 
-
-def _find_mirror() -> Path | None:
-    here = Path(__file__).resolve().parents[2] / "shared" / "corpora"
-    if here.is_dir():
-        return here
-    env = os.environ.get("ATTNAUDIT_MIRROR")
-    return Path(env) if env and Path(env).is_dir() else None
+MIRROR = mirror_dir()  # read once: the tests below take $ATTNAUDIT_MIRROR out of their environment
 
 
-MIRROR = _find_mirror()
-needs_mirror = pytest.mark.skipif(
-    MIRROR is None, reason="no corpus mirror: neither ../shared/corpora nor $ATTNAUDIT_MIRROR exists"
-)
+def found_mirror() -> Path:
+    """:data:`MIRROR`, or :func:`conftest.required_mirror`'s skip (a failure under CI)."""
+    return MIRROR or required_mirror()
+
+
+@pytest.fixture
+def corpus_mirror() -> Path:
+    return found_mirror()
+
+
+needs_mirror = pytest.mark.usefixtures("corpus_mirror")
 
 
 def _sha(data: bytes) -> str:
@@ -106,9 +108,7 @@ def test_sst_counts(tmp_path):
 @pytest.fixture(scope="module")
 def imdb(tmp_path_factory):
     """Verifying + reading the 50,002 IMDB files is the slow part: once per session."""
-    if MIRROR is None:
-        pytest.skip("no corpus mirror: neither ../shared/corpora nor $ATTNAUDIT_MIRROR exists")
-    return build_corpus("imdb", mirror=MIRROR, raw_dir=tmp_path_factory.mktemp("raw"))
+    return build_corpus("imdb", mirror=found_mirror(), raw_dir=tmp_path_factory.mktemp("raw"))
 
 
 def test_imdb_counts(imdb):
