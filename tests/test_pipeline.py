@@ -11,6 +11,8 @@ import shlex
 import shutil
 import subprocess
 import sys
+import zipfile
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -279,6 +281,42 @@ def test_every_paper_has_its_tables_and_figures(pipeline_run):
     np.testing.assert_allclose(
         np.concatenate(guided["attention"].to_list()), np.concatenate(teacher["attention"].to_list()), atol=1e-6
     )
+
+
+def report_entries(report_zip: Path) -> tuple[dict, set[str]]:
+    """The results ``snakemake --report x.zip`` lists in its page (path → name, caption, data file), and the zip's
+    members."""
+    with zipfile.ZipFile(report_zip) as bundle:
+        members = set(bundle.namelist())
+        page = bundle.read("report/report.html").decode()
+    listed = re.search(r'<script id="results">\s*var results = (\{.*?\});?\s*</script>', page, re.DOTALL)
+    assert listed, "the report page lists no results"
+    return json.loads(listed.group(1)), members
+
+
+def test_the_report_bundles_every_table_figure_and_card_with_its_caption(pipeline_run, tmp_path):
+    """``snakemake --report report.zip`` after the run: every combined table, every figure, each model's card page
+    and the explorer are in it, each with a caption, its file and (the explorer) every file it loads."""
+    workdir, config = pipeline_run
+    report_zip = tmp_path / "report.zip"
+    snakemake(workdir, "--report", str(report_zip), config=config)
+    entries, members = report_entries(report_zip)
+    results = workdir / "results"
+    written = {
+        *(p for p in (results / "tables").glob("*/*") if p.is_file()),
+        *(p for p in (results / "figures").rglob("*") if p.is_file()),
+        *(results / "cards").rglob("*.html"),
+        results / "explorer" / "index.html",
+    }
+    assert set(entries) == {str(p.relative_to(workdir)) for p in written}
+    for path, entry in entries.items():
+        assert re.sub(r"<[^>]+>", "", entry["caption"]).strip(), f"{path} has no caption"
+        assert f"report/{entry['data_uri']}" in members, f"{path}: its file is not in the zip"
+    site = results / "explorer"
+    bundled = Path("report") / Path(entries["results/explorer/index.html"]["data_uri"]).parent
+    pages = [p for p in site.rglob("*") if p.is_file() and p.name != ".snakemake_timestamp"]  # Snakemake's own
+    loaded = {str(bundled / p.relative_to(site)) for p in pages}
+    assert loaded <= members, sorted(loaded - members)[:5]
 
 
 def test_a_second_experiment_keeps_the_first_ones_tables(pipeline_run, tmp_path):
