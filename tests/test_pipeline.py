@@ -1,6 +1,6 @@
 """End-to-end: snakemake with profiles/gpu on tests/config.yaml (a real SST slice via the mirror + planted; the
 session's shared run, see conftest.local_pipeline), then a no-op rerun, a one-variant change that reruns only its
-branch, and lint."""
+branch, the report (``snakemake --report``), and lint."""
 
 from __future__ import annotations
 
