@@ -91,7 +91,10 @@ def test_writing_out_a_default_reruns_nothing(pipeline_run, tmp_path):
     nothing on the finished run: only what a model trains with is its job's parameter."""
     workdir, config = pipeline_run
     cfg = yaml.safe_load(config.read_text())
-    cfg.setdefault("train", {}).update({"dropout": 0.0, "clip": None, "patience": None, "max_batch_tokens": 16384})
+    cfg.setdefault("train", {}).update(
+        {"dropout": 0.0, "clip": None, "patience": None, "max_batch_tokens": 16384, "amsgrad": False}
+    )
+    cfg["train"]["attention_weight_decay"] = None
     planted = cfg["datasets"]["planted"]
     planted.setdefault("train", {}).update({"lstm_layers": 1, "cnn_kernels": [1, 3, 5, 7], "freeze_embeddings": False})
     planted.setdefault("train_per_encoder", {}).update({"average": {"average_hidden": 256, "eval_batch_size": 256}})

@@ -10,6 +10,7 @@ from conftest import last_epoch_pair_config, snakemake
 from attnaudit import AttnauditError
 from attnaudit.models import load_model
 from attnaudit.train import classification_metrics, read_off_final_epoch, run, train_model
+from attnaudit.train.training import adam, build_model, full_spec
 
 
 def test_planted_model_learns_the_markers(planted_model_dir):
@@ -105,6 +106,33 @@ def test_frozen_embeddings_stay_as_given(planted_dataset):
     assert not torch.equal(trained.embedding.weight.detach(), expected)
 
 
+def test_the_optimiser_is_the_papers_unless_a_model_asks_for_the_authors_codes(planted_dataset):
+    """J&W App. A.1: PyTorch's default Adam, weight decay on every parameter. ``amsgrad: true`` and
+    ``attention_weight_decay: 0`` give J&W's and W&P's code's optimiser: AMSGrad, and no decay on the attention's
+    parameters (additive and dot alike) while the embeddings, encoder and decoder keep theirs; each trains
+    another model."""
+    args = (str(planted_dataset / "dataset"), str(planted_dataset / "embeddings" / "matrix.npy"))
+    vocab = json.loads((planted_dataset / "dataset" / "vocab.json").read_text())
+    matrix = torch.from_numpy(np.load(planted_dataset / "embeddings" / "matrix.npy"))
+    code = {"amsgrad": True, "attention_weight_decay": 0.0}
+    for attention in ("additive", "dot"):
+        spec = full_spec({"encoder": "lstm", "attention": attention, "lstm_hidden": 8})
+        model = build_model(spec, vocab, 2, matrix)
+        (paper,) = adam(model, spec).param_groups
+        assert not paper["amsgrad"] and paper["weight_decay"] == spec["weight_decay"] > 0
+        assert len(paper["params"]) == len(list(model.parameters()))
+        group_of = {id(p): group for group in adam(model, {**spec, **code}).param_groups for p in group["params"]}
+        for name, parameter in model.named_parameters():
+            group = group_of[id(parameter)]
+            expected = 0.0 if name.startswith("attention.") else spec["weight_decay"]
+            assert group["amsgrad"] and group["weight_decay"] == expected, name
+        assert any(name.startswith("attention.") for name, _ in model.named_parameters())
+    spec = {"encoder": "lstm", "attention": "additive", "epochs": 2, "lstm_hidden": 8}
+    changes = [{}, *({key: value} for key, value in code.items())]  # the paper's, then each field alone
+    histories = [train_model(*args, {**spec, **change}, progress=False)[1]["history"] for change in changes]
+    assert histories[0] != histories[1] and histories[0] != histories[2]
+
+
 def test_long_documents_are_batched_within_the_token_budget():
     """A batch holding a long document is cut into pieces of at most ``max_tokens`` padded tokens; batches of a
     corpus without long documents stay as they were."""
@@ -163,6 +191,15 @@ def test_a_last_epoch_model_read_off_a_best_epoch_run_is_the_model_trained_with_
         read_off_final_epoch(dataset_dir, final_epoch, {**last, "lr": 0.002})
     with pytest.raises(AttnauditError, match="selection 'best'"):
         read_off_final_epoch(dataset_dir, final_epoch, best)
+    # a run saved before a training field existed (the optimiser's) trained with its default: still this model's
+    payload = torch.load(final_epoch, weights_only=False)
+    for field in ("amsgrad", "attention_weight_decay"):
+        del payload["spec"][field]
+    torch.save(payload, final_epoch)
+    older = read_off_final_epoch(dataset_dir, final_epoch, last)[0]
+    assert all(torch.equal(a, b) for a, b in zip(read.state_dict().values(), older.state_dict().values()))
+    with pytest.raises(AttnauditError, match="differ in amsgrad"):
+        read_off_final_epoch(dataset_dir, final_epoch, {**last, "amsgrad": True})
 
 
 def test_a_run_stopped_early_is_not_read_off_as_a_last_epoch_model(planted_dataset, tmp_path):

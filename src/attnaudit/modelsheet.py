@@ -45,6 +45,8 @@ TRAINING_DEFAULTS = {
     "batch_size": 32,
     "lr": 1e-3,
     "weight_decay": 1e-5,
+    "amsgrad": False,  # J&W App. A.1: PyTorch's default Adam; J&W's and W&P's classification code: AMSGrad
+    "attention_weight_decay": None,  # None: weight_decay, on all parameters (App. A.1); their code: 0
     "selection": "best",  # best dev epoch (by selection_metric) or "last"
     "selection_metric": "macro_f1",
     "class_weighting": False,
