@@ -361,8 +361,9 @@ def test_a_fasttext_model_is_read_by_the_workflow(tmp_path):
     fasttext_model(tmp_path / "cc.mine.6.bin", dim=6, sentences=[WORDS[::2]])  # half the corpus's words
     cfg = user_config(corpus)
     cfg["datasets"]["mine"]["embeddings"] = {"pretrained": str(tmp_path / "cc.mine.6.bin"), "dim": 4}
-    assert "datasets.mine.embeddings.dim is 4 but the vectors in" in said(dry_run(tmp_path, cfg))
-    assert "(fastText model) have dimension 6" in said(dry_run(tmp_path, cfg))
+    message = said(dry_run(tmp_path, cfg))
+    assert "datasets.mine.embeddings.dim is 4 but the vectors in" in message
+    assert "(fastText model) have dimension 6" in message
     cfg["datasets"]["mine"]["embeddings"]["dim"] = 6
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump(cfg))
