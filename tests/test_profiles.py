@@ -6,12 +6,15 @@ from __future__ import annotations
 import copy
 import os
 import re
+import shlex
 import subprocess
 import sys
 
 import yaml
-from conftest import snakemake
+from conftest import REPO, SNAKEMAKE, snakemake
 from test_faults import user_config, write_corpus
+
+from attnaudit.cli import build_parser
 
 
 def test_jobs_are_selected_once_per_finished_job_and_the_run_exits_at_once(tmp_path):
@@ -68,3 +71,31 @@ def test_a_job_leaves_openmp_its_own_wait_policy_unless_the_user_sets_one(tmp_pa
 
     assert "OMP_WAIT_POLICY" not in first_log_line()
     assert "OMP_WAIT_POLICY=PASSIVE" in first_log_line(OMP_WAIT_POLICY="PASSIVE")
+
+
+def attnaudit_arguments(shell_line: str) -> list[str]:
+    """The arguments of ``python -m attnaudit`` in a job's shell command, up to its redirections."""
+    words = shlex.split(shell_line.split("python -m attnaudit ", 1)[1])
+    return words[: words.index(">")] if ">" in words else words
+
+
+def test_every_command_that_takes_threads_is_given_its_jobs_threads(tmp_path):
+    """A profile's ``set-threads`` reserves cores for a job (Snakemake locally, ``cpus-per-task`` on Slurm); a
+    command that takes ``--threads`` must be passed them, else the job holds the cores and computes on one. Every
+    rule set to 3 threads, the end-to-end config planned with 3 cores: each planned command whose parser has
+    ``--threads`` gets 3."""
+    listed = subprocess.run([*SNAKEMAKE, "--list-rules"], capture_output=True, text=True, cwd=REPO, check=True)
+    rules = [line.split()[0] for line in listed.stdout.splitlines() if re.match(r"[a-z_]+( \(|$)", line)]
+    overrides = [f"{rule}=3" for rule in rules if rule != "all"]
+    planned = snakemake(
+        tmp_path, "-n", "-p", "--cores", "3", "--set-threads", *overrides, config=REPO / "tests" / "config.yaml"
+    )
+    parser, given = build_parser(), {}
+    for line in planned.stdout.splitlines():
+        if "python -m attnaudit " in line:
+            arguments = parser.parse_args(attnaudit_arguments(line))
+            if hasattr(arguments, "threads"):
+                command = " ".join(word for word in attnaudit_arguments(line)[:2] if not word.startswith("-"))
+                given.setdefault(command, set()).add(arguments.threads)
+    assert {"train", "importance score", "wiegreffe-pinter imitation"} <= set(given), sorted(given)
+    assert {command: threads for command, threads in given.items() if threads != {3}} == {}
