@@ -28,6 +28,7 @@ include: "rules/explorer.smk"
 
 keep_freed_memory_in_jobs()
 check_profile_rule_names()
+check_slurm_placeholders()
 
 
 onsuccess:

@@ -1109,6 +1109,29 @@ def check_profile_rule_names():
             )
 
 
+# profiles/slurm's placeholders, and where to find the value of each
+SLURM_PLACEHOLDERS = {
+    "slurm_partition": ("<your-partition>", "`sinfo -s` lists the partitions"),
+    "slurm_account": ("<your-account>", "`sacctmgr -n -s list user $USER format=account` lists your accounts"),
+}
+
+
+def check_slurm_placeholders():
+    """profiles/slurm ships a partition and an account to be filled in; left as they are, every submission would
+    fail at sbatch. Stops the planning run, naming the profile key and where to find the value."""
+    settings = workflow.resource_settings
+    given = {"default-resources": settings.default_resources or {}}
+    given |= {f"set-resources.{rule}": resources for rule, resources in settings.overwrite_resources.items()}
+    for where, resources in given.items():
+        for name, (placeholder, hint) in SLURM_PLACEHOLDERS.items():
+            if getattr(resources.get(name), "raw", None) == placeholder:
+                raise AttnauditError(
+                    f"{where}: {name} is {placeholder!r}, the placeholder profiles/slurm/config.yaml ships; set "
+                    f"your cluster's value ({hint}) there, or per run with --default-resources (README, *Running on "
+                    "a cluster*)"
+                )
+
+
 def keep_freed_memory_in_jobs():
     """Give every job (local, or Slurm, whose job steps parse this Snakefile again) glibc malloc tunables that keep
     freed memory in the process (docs/performance.md, *glibc's allocator*). The variable is read when a process

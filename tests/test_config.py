@@ -392,6 +392,34 @@ def test_a_misspelt_rule_in_the_resources_is_named(tmp_path, flags, expected):
     assert proc.returncode != 0 and expected in proc.stdout + proc.stderr, (proc.stdout + proc.stderr)[-2000:]
 
 
+@pytest.mark.parametrize(
+    "flags,expected",
+    [
+        ([], "default-resources: slurm_partition is '<your-partition>', the placeholder"),
+        (
+            ["--default-resources", "slurm_partition=gpu", "slurm_account=<your-account>"],
+            "default-resources: slurm_account is '<your-account>', the placeholder",
+        ),
+        (
+            ["--default-resources", "slurm_partition=gpu", "slurm_account=lab"]
+            + ["--set-resources", "train:slurm_partition=<your-partition>"],
+            "set-resources.train: slurm_partition is '<your-partition>', the placeholder",
+        ),
+        (["--default-resources", "slurm_partition=gpu", "slurm_account=lab"], None),
+    ],
+)
+def test_the_slurm_profiles_placeholders_stop_the_dry_run(tmp_path, flags, expected):
+    """profiles/slurm ships a partition and an account to fill in; left as they are, every job would fail at
+    sbatch. The planning run names the key and where to find the value; real values plan the run."""
+    proc = dry_run(tmp_path, BASE, "--profile", str(REPO / "profiles" / "slurm"), *flags)
+    said = proc.stdout + proc.stderr
+    if expected is None:
+        assert proc.returncode == 0 and "placeholder" not in said, said[-2000:]
+    else:
+        hint = "`sinfo -s` lists" if "partition" in expected else "`sacctmgr -n -s list user $USER"
+        assert proc.returncode != 0 and expected in said and hint in said, said[-2000:]
+
+
 def planned_rules(stdout: str) -> set[str]:
     """The rules of the jobs a dry run plans."""
     return set(re.findall(r"^(?:local)?rule (\w+):", stdout, re.MULTILINE))
