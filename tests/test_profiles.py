@@ -91,11 +91,10 @@ def test_every_command_that_takes_threads_is_given_its_jobs_threads(tmp_path):
         tmp_path, "-n", "-p", "--cores", "3", "--set-threads", *overrides, config=REPO / "tests" / "config.yaml"
     )
     parser, given = build_parser(), {}
-    for line in planned.stdout.splitlines():
-        if "python -m attnaudit " in line:
-            arguments = parser.parse_args(attnaudit_arguments(line))
-            if hasattr(arguments, "threads"):
-                command = " ".join(word for word in attnaudit_arguments(line)[:2] if not word.startswith("-"))
-                given.setdefault(command, set()).add(arguments.threads)
+    for words in (attnaudit_arguments(line) for line in planned.stdout.splitlines() if "python -m attnaudit " in line):
+        arguments = parser.parse_args(words)
+        if hasattr(arguments, "threads"):
+            command = " ".join(word for word in words[:2] if not word.startswith("-"))
+            given.setdefault(command, set()).add(arguments.threads)
     assert {"train", "importance score", "wiegreffe-pinter imitation"} <= set(given), sorted(given)
     assert {command: threads for command, threads in given.items() if threads != {3}} == {}
