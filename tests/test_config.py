@@ -107,6 +107,8 @@ def test_grid_blocks_are_united(tmp_path):
         # the model sheet: the schema (types, signs, unknown keys) and then the sheet's own checks
         (_sheet({"x": {"regulariser": "tying", "delta": -5}}), "-5 is less than the minimum of 0"),
         (_sheet({"x": {"regulariser": "tying", "deltaa": 5}}), "'deltaa' was unexpected"),
+        (_sheet({"x": {"dropout": 1}}), "dropout: 1 is greater than or equal to the maximum of 1"),
+        ({**BASE, "train": {"dropout": 1.0}}, "train.dropout: 1.0 is greater than or equal to the maximum of 1"),
         (_sheet({"x": {"regulariser": "tying", "delta": 5}}), "datasets.planted.models.x.lstm_hidden"),
         (_sheet({"x": {"objective": "imitate", "teacher": "nobody-s0"}}), "'nobody-s0' names no model"),
         ({"datasets": {"bad-name": {"corpus": "planted"}}}, "'bad-name' does not match"),
