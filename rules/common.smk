@@ -1112,7 +1112,10 @@ def check_profile_rule_names():
 # profiles/slurm's placeholders, and where to find the value of each
 SLURM_PLACEHOLDERS = {
     "slurm_partition": ("<your-partition>", "`sinfo -s` lists the partitions"),
-    "slurm_account": ("<your-account>", "`sacctmgr -n -s list user $USER format=account` lists your accounts"),
+    "slurm_account": (
+        "<your-account>",
+        "`sacctmgr -n -s list user $USER format=account` lists your accounts; delete the line if your cluster has none",
+    ),
 }
 
 
