@@ -8,11 +8,13 @@ import pytest
 import yaml
 from conftest import REPO
 
+from attnaudit.config_errors import read_command_line_values
 from attnaudit.modelsheet import sheet
 
 
 def dry_run(tmp_path, cfg: dict, *flags: str) -> subprocess.CompletedProcess:
     """``snakemake -n`` of ``cfg`` alone (``-p`` among ``flags`` also prints each job's shell command)."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return subprocess.run(
@@ -24,9 +26,9 @@ def dry_run(tmp_path, cfg: dict, *flags: str) -> subprocess.CompletedProcess:
     )
 
 
-def shell_commands(tmp_path, cfg: dict, command: str) -> list[str]:
+def shell_commands(tmp_path, cfg: dict, command: str, *flags: str) -> list[str]:
     """The shell commands of the planned jobs that run ``python -m attnaudit <command>``."""
-    proc = dry_run(tmp_path, cfg, "-p")
+    proc = dry_run(tmp_path, cfg, "-p", *flags)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return [line for line in proc.stdout.splitlines() if f"python -m attnaudit {command} " in line]
 
@@ -222,6 +224,51 @@ def test_invalid_config_names_the_key(tmp_path, cfg, expected):
     assert proc.returncode != 0
     assert expected in proc.stdout + proc.stderr, (proc.stdout + proc.stderr)[-3000:]
     assert "Failed validating" not in proc.stdout + proc.stderr  # not Snakemake's dump of the schema
+
+
+def test_values_nested_in_command_line_config_mean_what_they_mean_in_a_config_file(tmp_path):
+    """Snakemake hands a value nested in ``--config`` (its documented "Python dict format") over as text, so
+    ``train={'epochs': 2}`` met the schema as ``'2'`` and stopped. It now plans the same jobs, with the same
+    commands, as the same values in the config file; text stays text where the schema asks for it (Norwegian's
+    ``no``, which YAML would read as false), and what is not a number is still named."""
+    training = {"epochs": 2, "lr": 0.01, "attend_to_markers": True}
+    expected = shell_commands(tmp_path / "file", {**BASE, "train": training, "cards": {"seed": None}}, "train")
+    assert expected
+    given = "train={'epochs': 2, 'lr': 1e-2, 'attend_to_markers': True}", "cards={'seed': None}"
+    assert shell_commands(tmp_path / "command_line", BASE, "train", "--config", *given) == [
+        line.replace(str(tmp_path / "file"), str(tmp_path / "command_line")) for line in expected
+    ]
+    language = "datasets={'planted': {'corpus': 'planted', 'tokenise': {'language': 'no'}}}"
+    proc = dry_run(tmp_path / "text", BASE, "--config", language)
+    assert "datasets.planted.tokenise.language 'no': spaCy has no tokenizer" in proc.stdout + proc.stderr
+    proc = dry_run(tmp_path / "word", BASE, "--config", "explorer={'page_size': 'many'}")
+    assert "config explorer.page_size: 'many' is not of type 'integer'" in proc.stdout + proc.stderr
+
+
+def test_command_line_text_is_read_where_the_schema_takes_no_text():
+    """The leaves of a ``--config`` value as Snakemake's base loader leaves them: numbers, booleans and nulls in a
+    list or a mapping become values; dates, text the schema takes as text, and a leaf a config file set after the
+    command line (not the command line's) stay as they are."""
+    given = {
+        "train": {"epochs": "4", "lr": "1e-3", "attend_to_markers": "True", "selection": "last"},
+        "cards": {"seed": "None", "bootstrap_samples": "1_000"},
+        "saliency": {"seeds": ["0", "1"], "models": ["2020"]},
+        "datasets": {"mine": {"corpus": "2021-01-01", "tokenise": {"language": "no"}}},
+        "explorer": {"page_size": "many"},
+        "seed": "null",
+    }
+    config = yaml.safe_load(yaml.safe_dump(given))
+    config["train"]["epochs"] = "8"  # not the command line's text
+    read_command_line_values(config, given, REPO / "schemas" / "config.schema.yaml")
+    assert config == {
+        "train": {"epochs": "8", "lr": 0.001, "attend_to_markers": True, "selection": "last"},
+        "cards": {"seed": None, "bootstrap_samples": 1000},
+        "saliency": {"seeds": [0, 1], "models": ["2020"]},
+        "datasets": {"mine": {"corpus": "2021-01-01", "tokenise": {"language": "no"}}},
+        "explorer": {"page_size": "many"},
+        "seed": None,
+    }
+    assert type(config["saliency"]["seeds"][0]) is int and type(config["train"]["lr"]) is float
 
 
 def test_a_key_given_twice_in_a_config_file_is_named(tmp_path):

@@ -7,12 +7,15 @@ dataset's ``jain_wallace`` block). :func:`check_config` is the schema check with
 Schema lets ``1.0`` pass for one: a seed or an epoch count written so would stop a job much later, inside a library),
 and :func:`check_config_files` stops on a YAML syntax error with its file, line and column (Snakemake's own message
 names neither) and on a key given twice in one mapping of a config file, which YAML would otherwise settle silently
-by keeping the last."""
+by keeping the last. :func:`read_command_line_values` reads the numbers, booleans and nulls nested in ``--config``,
+which Snakemake hands over as text, as what they are."""
 
 from __future__ import annotations
 
+import ast
 import json
 import re
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 
@@ -84,6 +87,67 @@ def check_section(data, schema_file: str | Path, keys: tuple[str, ...], where: s
     errors = list(StrictValidator(section_schema(schema_file, keys)).iter_errors(data))
     if errors:
         raise AttnauditError(schema_error_message(best_match(errors), root=where))
+
+
+def _text_leaves(given, path=()):
+    """``(path, text)`` of every string inside the mappings and lists of ``given``."""
+    if isinstance(given, Mapping):
+        for key, value in given.items():
+            yield from _text_leaves(value, (*path, key))
+    elif isinstance(given, list):
+        for index, value in enumerate(given):
+            yield from _text_leaves(value, (*path, index))
+    elif isinstance(given, str):
+        yield path, given
+
+
+def _type_errors(errors):
+    """Every ``type`` error, those inside ``anyOf``/``oneOf`` alternatives too."""
+    for error in errors:
+        if error.validator == "type":
+            yield error
+        yield from _type_errors(error.context or ())
+
+
+def _accepts_text(schema_type) -> bool:
+    return schema_type == "string" or (isinstance(schema_type, list) and "string" in schema_type)
+
+
+def read_command_line_values(config: dict, given: Mapping, schema_file: str | Path) -> None:
+    """Read the numbers, booleans and nulls of ``--config`` (``given``, as Snakemake parsed it) as what they are.
+
+    Snakemake reads a value nested in ``--config`` — its documented form, ``--config "train={'epochs': 4}"`` — with
+    YAML's base loader, so every leaf arrives as text: ``'4'``, ``'None'``, ``'true'``, and the schema check would
+    stop on ``'4'`` where the number 4 was meant. Each such text in ``config`` that is a number, boolean or null
+    written as a Python literal (Snakemake's "Python dict format": 4, 1e-3, True, None) or as YAML (true, null, as
+    in ``config.yaml``) becomes that value, and stays text where the schema asks for text (a language ``no``, a
+    name ``2020``); what still does not fit is left to the schema check, which names it. The same ``--config``
+    gives the same config in every process (a cluster job's Snakemake receives it again), so planning and jobs
+    agree."""
+    read_again = {}
+    for path, text in _text_leaves(given):
+        try:
+            parent = config
+            for part in path[:-1]:
+                parent = parent[part]
+            if parent[path[-1]] != text:
+                continue
+        except (LookupError, TypeError):
+            continue
+        for read in (ast.literal_eval, yaml.safe_load):
+            try:
+                value = read(text)
+            except (ValueError, SyntaxError, MemoryError, RecursionError, yaml.YAMLError):
+                continue
+            if value is None or isinstance(value, (bool, int, float)):  # a scalar; not a date, list or mapping
+                parent[path[-1]] = value
+                read_again[path] = (parent, text)
+                break
+    for error in _type_errors(StrictValidator(load_schema(schema_file)).iter_errors(config)):
+        key = tuple(error.absolute_path)
+        if key in read_again and _accepts_text(error.validator_value):
+            parent, text = read_again.pop(key)
+            parent[key[-1]] = text
 
 
 def check_config(config: dict, schema_file: str | Path) -> None:

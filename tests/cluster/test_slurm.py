@@ -475,7 +475,9 @@ def test_pipeline_on_slurm_matches_local(slurm_cluster, tmp_path, say, request):
 
 def test_last_epoch_model_is_read_off_its_twins_run_on_slurm(slurm_cluster, tmp_path, say):
     """The two jobs of one run and two selection rules (rules/train.smk) as Slurm jobs with their profile
-    resources: the twin trains like ``train`` (GPU, 16 GB), the last-epoch model is read off on one CPU."""
+    resources: the twin trains like ``train`` (GPU, 16 GB), the last-epoch model is read off on one CPU. The epoch
+    count comes from ``--config``, which Snakemake hands each job's Snakemake as text again: the jobs must read it
+    as the number the planning run did."""
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(last_epoch_pair_config()))
     models = tmp_path / "results/models/planted"
     cmd = [
@@ -485,6 +487,8 @@ def test_last_epoch_model_is_read_off_its_twins_run_on_slurm(slurm_cluster, tmp_
         "--configfile",
         str(tmp_path / "config.yaml"),
         "--replace-workflow-config",
+        "--config",
+        "datasets={'planted': {'train': {'epochs': 2}}}",
         "--directory",
         str(tmp_path),
         *slurm_overrides(slurm_cluster, [PROFILE, REPO / "profiles" / "default"]),
@@ -499,5 +503,6 @@ def test_last_epoch_model_is_read_off_its_twins_run_on_slurm(slurm_cluster, tmp_
     assert asks_gpu(by_rule["train_keeping_final_epoch"]) and not asks_gpu(by_rule["read_off_final_epoch"])
     last = json.loads((models / "average-additive-last-s0/metrics.json").read_text())
     assert last["final_epoch_of"] == "average-additive-base-s0"
+    assert len(last["history"]) == 2 and last["selected_epoch"] == 1  # the command line's epochs, not the file's 3
     assert_rerun_submits_nothing(cmd, REPO, env, tmp_path / "rerun.log")
     say(f"one run, two selection rules via Slurm; sacct of run {run_id}:\n{sacct_table(rows)}")
