@@ -143,6 +143,8 @@ def read_command_line_values(config: dict, given: Mapping, schema_file: str | Pa
                 parent[path[-1]] = value
                 read_again[path] = (parent, text)
                 break
+    if not read_again:  # no --config text was read: the schema check that follows is the only one needed
+        return
     for error in _type_errors(StrictValidator(load_schema(schema_file)).iter_errors(config)):
         key = tuple(error.absolute_path)
         if key in read_again and _accepts_text(error.validator_value):
