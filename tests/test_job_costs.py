@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import resource
 import subprocess
 import sys
+import time
 
 import pytest
 from pytest import approx
 
 from attnaudit import AttnauditError
 from attnaudit.job_costs import per_model, predict_slots, read_dag, summarise
+from attnaudit.process_usage import read_usage
 
 HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
 
@@ -128,3 +131,70 @@ def test_slots_name_a_job_without_a_benchmark_and_a_file_that_is_no_summary(tmp_
     (tmp_path / "not.tsv").write_text("s\th:m:s\n1\t0:00:01\n")
     with pytest.raises(AttnauditError, match=r"not.tsv: not the output of `snakemake --detailed-summary`"):
         predict_slots(tmp_path / "not.tsv", benchmarks, [2])
+
+
+BUSY_CHILD = """
+import time
+from attnaudit.process_usage import usage_line
+start = time.process_time()
+while time.process_time() - start < 0.6:  # 0.6 s of CPU
+    pass
+block = bytearray(300 << 20)  # 300 MB, touched
+for i in range(0, len(block), 4096):
+    block[i] = 1
+del block
+time.sleep(0.4)  # wall time without CPU
+print(usage_line())
+"""
+
+
+def usage_of_a_busy_child() -> tuple[str, float, float]:
+    """A child that uses 0.6 CPU s, 300 MB and sleeps 0.4 s: its usage line, and its wall and CPU seconds as the
+    parent measured them (from before it was started, and ``RUSAGE_CHILDREN``)."""
+    before, started = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
+    line = subprocess.run([sys.executable, "-c", BUSY_CHILD], capture_output=True, text=True, check=True).stdout
+    wall = time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return line, wall, cpu
+
+
+def test_the_usage_line_says_what_the_process_used(tmp_path):
+    """CPU as the parent's getrusage counts it, wall from the process's creation (psutil's create_time is up to 1 s
+    early: it adds the boot time in whole seconds), and the peak RSS."""
+    line, wall, cpu = usage_of_a_busy_child()
+    log = tmp_path / "job.log"
+    log.write_text(f"2026-01-01 00:00:00,000 INFO attnaudit: tokenise; no runtime variables set\n{line}")
+    usage = read_usage(log)
+    assert usage is not None, line
+    assert cpu - 0.1 <= usage["cpu_seconds"] <= cpu and usage["cpu_seconds"] >= 0.6  # less its exit's CPU
+    # never more than the parent saw (the start time is in clock ticks of 10 ms, the line rounds to 10 ms), less at
+    # most the child's exit and the parent's waking up, which a loaded machine may delay
+    assert wall - 1.0 <= usage["wall_seconds"] <= wall + 0.02 and usage["wall_seconds"] >= 1.0
+    assert usage["peak_rss_mb"] >= 300
+    assert read_usage(tmp_path / "absent.log") is None
+    log.write_text("attnaudit tokenise: error: killed before its last line\n")
+    assert read_usage(log) is None
+
+
+def test_a_jobs_cpu_and_peak_memory_come_from_its_log_where_the_benchmark_only_sampled_them(tmp_path):
+    """Snakemake samples a job every 30 s after its first 15 (in the default study a 38-s faithfulness job was
+    recorded at 15 CPU s); the log's last line says what the job's process used. A job whose log has no such line
+    keeps the benchmark file's figures and is counted as sampled."""
+    line, _, cpu = usage_of_a_busy_child()
+    root = tmp_path / "benchmarks"
+    bench(root, "saliency_faithfulness/sst/m-s0/chunk-0-of-1.tsv", 2.5, 0.2, rss=20.0)
+    bench(root, "train/sst/m-s0.tsv", 44.0, 40.1, rss=900.0)  # its log is an older version's: no usage line
+    log = tmp_path / "logs/saliency_faithfulness/sst/m-s0/chunk-0-of-1.log"
+    log.parent.mkdir(parents=True)
+    log.write_text(f"... INFO attnaudit: saliency; no runtime variables set\n... INFO attnaudit: {line}")
+    (tmp_path / "logs/train/sst").mkdir(parents=True)
+    (tmp_path / "logs/train/sst/m-s0.log").write_text("... INFO attnaudit.train.training: epoch 0: ...\n")
+    rules = summarise(root)
+    faithfulness = rules.loc["saliency_faithfulness"]
+    assert cpu - 0.15 <= faithfulness["cpu_seconds_sum"] <= cpu + 0.05  # the summary rounds to 0.1 s
+    assert faithfulness["peak_rss_mb"] >= 300
+    assert faithfulness["sampled_jobs"] == 0 and faithfulness["seconds_sum"] == 2.5  # wall: Snakemake's
+    assert rules.loc["train", "cpu_seconds_sum"] == 40.1 and rules.loc["train", "sampled_jobs"] == 1
+    assert rules.loc["TOTAL", "sampled_jobs"] == 1 and rules.loc["TOTAL", "peak_rss_mb"] == 900
+    assert per_model(root).loc[("sst", "m-s0"), "saliency_faithfulness"] == approx(faithfulness["cpu_seconds_sum"])

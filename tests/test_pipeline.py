@@ -24,6 +24,7 @@ from opened_files import Trace, skip_without_strace, undeclared_reads
 
 from attnaudit.job_costs import collect, read_dag, read_summary
 from attnaudit.modelsheet import sheet
+from attnaudit.process_usage import read_usage
 
 pytestmark = pytest.mark.e2e
 
@@ -83,6 +84,22 @@ def test_every_job_has_a_benchmark_file_beside_its_log(pipeline_run):
     cli = [sys.executable, "-m", "attnaudit", "job-costs", benchmarks, "--dag", "-", "--slots", "1", "2"]
     printed = subprocess.run(cli, input=summary, capture_output=True, text=True, check=True).stdout
     assert re.search(r"^1 +[\d.]+ +[\d.]+ +[\d.]+$", printed, re.M) and "critical path: corpora: logs/" in printed
+
+
+def test_every_job_logs_what_its_process_used(pipeline_run):
+    """Every job's log ends with what its process used (``attnaudit.process_usage``), which ``job-costs`` reads in
+    place of Snakemake's samples; a sample of the same job (its shell and process) never counts more CPU than the
+    process did, and the process never lived longer than the job."""
+    workdir, _ = pipeline_run
+    jobs = collect(workdir / "benchmarks")
+    assert not jobs["sampled"].any(), f"logs without a usage line: {jobs.loc[jobs['sampled'], 'job'].tolist()}"
+    for job in jobs.itertuples():
+        benchmark = pd.read_csv(workdir / "benchmarks" / job.job, sep="\t", na_values=["-"]).iloc[-1]
+        usage = read_usage((workdir / "logs" / job.job).with_suffix(".log"))
+        assert usage["cpu_seconds"] == job.cpu_seconds and usage["peak_rss_mb"] == job.max_rss_mb
+        if not np.isnan(benchmark["cpu_time"]):  # "-": too short to sample
+            assert benchmark["cpu_time"] <= usage["cpu_seconds"] + 0.1, (job.job, benchmark["cpu_time"], usage)
+        assert usage["wall_seconds"] <= benchmark["s"] + 0.05, (job.job, benchmark["s"], usage)
 
 
 def test_writing_out_a_default_reruns_nothing(pipeline_run, tmp_path):

@@ -10,6 +10,7 @@ import os
 import sys
 
 from attnaudit import AttnauditError
+from attnaudit.process_usage import usage_line
 
 # one entry per stage module; each exposes add_cli(subparsers)
 STAGES = [
@@ -105,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     runtime = [f"{name}={os.environ[name]}" for name in RUNTIME_VARIABLES if name in os.environ]
     logging.getLogger("attnaudit").info("%s; %s", args.command, ", ".join(runtime) or "no runtime variables set")
+    error = None
     try:
         args.func(args)
     except (AttnauditError, json.JSONDecodeError, *PATH_ERRORS) as err:
@@ -112,11 +114,14 @@ def main(argv: list[str] | None = None) -> int:
         # path argument that is missing or not a file, a JSON argument that is not JSON)
         if args.debug:
             raise
-        message = err
+        error = err
         if isinstance(err, json.JSONDecodeError):
-            message = f"an argument is not valid JSON ({err.msg}, column {err.colno}): {err.doc[:80]}"
+            error = f"an argument is not valid JSON ({err.msg}, column {err.colno}): {err.doc[:80]}"
         elif isinstance(err, tuple(PATH_ERRORS)):
-            message = path_error(err)
-        print(f"attnaudit {args.command}: error: {message}", file=sys.stderr)  # once: a job's log is its stderr
+            error = path_error(err)
+    finally:  # every job's log says what the job used (read by job-costs), a failed job's too
+        logging.getLogger("attnaudit").info("%s", usage_line())
+    if error is not None:
+        print(f"attnaudit {args.command}: error: {error}", file=sys.stderr)  # once, last: a job's log is its stderr
         return 2
     return 0

@@ -1,5 +1,12 @@
-"""Summarise Snakemake ``benchmark:`` files per rule: jobs, wall seconds (sum and max), CPU seconds (the
-``cpu_time`` column: robust to a busy machine) and peak RSS.
+"""Summarise Snakemake ``benchmark:`` files per rule: jobs, wall seconds (sum and max), CPU seconds (robust to a
+busy machine) and peak RSS.
+
+A job's CPU seconds and peak RSS are read from the last line of its log (``logs/{rule}/….log`` beside
+``benchmarks/``), where every ``python -m attnaudit`` command writes what its process used
+(:mod:`attnaudit.process_usage`): Snakemake samples a job every 30 s after its first 15 and misses the rest — a third
+of the CPU of the default study's jobs in its ``cpu_time`` column — and any peak between two samples. A job whose log
+has no such line (an older run, a job that was killed, a rule that runs no attnaudit command) keeps the benchmark
+file's figures, and the summary counts those jobs (``sampled_jobs``).
 
 ``python -m attnaudit job-costs [benchmarks/]`` (alias ``benchmarks``) prints one line per rule and a total;
 ``--per-model`` prints one line per dataset × model instead: the CPU seconds of each rule that ran on the model
@@ -27,15 +34,18 @@ from pathlib import Path
 import pandas as pd
 
 from attnaudit import AttnauditError
+from attnaudit.process_usage import read_usage
 
 
-def collect(root: str | Path) -> pd.DataFrame:
-    """One row per Snakemake benchmark file under ``root`` (its last repeat); a path that is not a folder of
-    them, or a file that is not one, is named (a typo used to report 0 jobs)."""
+def collect(root: str | Path, logs: str | Path | None = None) -> pd.DataFrame:
+    """One row per Snakemake benchmark file under ``root`` (its last repeat), its CPU seconds and peak RSS from the
+    job's log under ``logs`` (default: ``logs/`` beside ``root``) where the log says them; a path that is not a
+    folder of them, or a file that is not one, is named (a typo used to report 0 jobs)."""
     rows = []
     root = Path(root)
     if not root.is_dir():
         raise AttnauditError(f"{root}: not a folder (expected the workflow's benchmarks/ folder)")
+    logs = root.parent / "logs" if logs is None else Path(logs)
     for path in sorted(root.rglob("*.tsv")):
         try:
             # the last repeat; Snakemake writes "-" for what it could not measure (a job too short to sample)
@@ -46,12 +56,17 @@ def collect(root: str | Path) -> pd.DataFrame:
             raise AttnauditError(
                 f"{path}: not a Snakemake benchmark file with rows (s, max_rss, …): {type(err).__name__}: {err}"
             ) from None
-        rows.append({"rule": path.relative_to(root).parts[0], "job": str(path.relative_to(root)), **row})
+        job = path.relative_to(root)
+        usage = read_usage((logs / job).with_suffix(".log"))
+        row["sampled"] = usage is None
+        if usage is not None:
+            row.update(cpu_seconds=usage["cpu_seconds"], max_rss_mb=usage["peak_rss_mb"])
+        rows.append({"rule": job.parts[0], "job": str(job), **row})
     if not rows:
         raise AttnauditError(
             f"{root}: no benchmark files (*.tsv) below it (expected the workflow's benchmarks/ folder)"
         )
-    return pd.DataFrame(rows, columns=["rule", "job", "seconds", "cpu_seconds", "max_rss_mb"])
+    return pd.DataFrame(rows, columns=["rule", "job", "seconds", "cpu_seconds", "max_rss_mb", "sampled"])
 
 
 def per_model(root: str | Path) -> pd.DataFrame:
@@ -74,6 +89,7 @@ def summarise(root: str | Path) -> pd.DataFrame:
         seconds_max=("seconds", "max"),
         cpu_seconds_sum=("cpu_seconds", "sum"),
         peak_rss_mb=("max_rss_mb", "max"),
+        sampled_jobs=("sampled", "sum"),
     )
     total = pd.DataFrame(
         [
@@ -83,6 +99,7 @@ def summarise(root: str | Path) -> pd.DataFrame:
                 "seconds_max": jobs["seconds"].max(),
                 "cpu_seconds_sum": jobs["cpu_seconds"].sum(),
                 "peak_rss_mb": jobs["max_rss_mb"].max(),
+                "sampled_jobs": jobs["sampled"].sum(),
             }
         ],
         index=["TOTAL"],
