@@ -1,5 +1,3 @@
-import sys
+from attnaudit.cli import run
 
-from attnaudit.cli import main
-
-sys.exit(main())
+run()
