@@ -132,12 +132,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def run() -> None:
     """``python -m attnaudit`` and the ``attnaudit`` command: :func:`main`, then leave without the interpreter's
-    teardown. Freeing every module and object at exit cost a job 0.4–0.9 s after its work was done (torch's alone
-    ~0.35 s, with spaCy's ~0.5 s; the tokenise job of a small corpus took 3.2 s wall instead of 2.3), minutes of the
-    default study's ~550 jobs. By then every output is written, closed and renamed into place (``io.atomic_path``),
-    so the atexit handlers run, the streams are flushed and the process exits with ``os._exit``. Not while a thread
-    other than the main one still runs (the interpreter would wait for it), nor on an exception, whose traceback is
-    printed as usual."""
+    teardown. Freeing every module and object at exit cost a job 0.4–1 s after its work was done (torch's alone
+    ~0.35 s, with spaCy's ~0.5 s; the tokenise job of a small corpus took 3.2 s wall instead of 2.1), ~130 of the
+    default study's job-seconds (docs/performance.md, *Job exit*). By then every output is written, closed and
+    renamed into place (``io.atomic_path``), so the atexit handlers run, the streams are flushed and the process
+    exits with ``os._exit``. Not while a thread other than the main one still runs (the interpreter would wait for
+    it), nor on an exception, whose traceback is printed as usual."""
     code = main()
     if any(
         thread.is_alive() and not thread.daemon

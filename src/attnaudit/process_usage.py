@@ -33,7 +33,7 @@ def process_age() -> float:
             ticks = int(stat.read().rsplit(")", 1)[1].split()[19])  # field 22, starttime; the name may hold spaces
         return time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
     except (OSError, AttributeError, ValueError, IndexError):  # not Linux
-        import psutil
+        import psutil  # installed with Snakemake
 
         return time.time() - psutil.Process().create_time()
 
