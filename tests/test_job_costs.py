@@ -221,7 +221,7 @@ run()
 
 @pytest.mark.parametrize("thread", [False, True])
 def test_a_command_leaves_without_the_interpreters_teardown(tmp_path, thread):
-    """``python -m attnaudit`` skips freeing every module and object at exit (0.4–0.9 s a job) but runs the atexit
+    """``python -m attnaudit`` skips freeing every module and object at exit (0.4–1 s a job) but runs the atexit
     handlers, flushes what it printed (here into a pipe) and keeps its exit code; a thread still running is waited
     for, as a normal exit would."""
     bench(tmp_path / "benchmarks", "train/sst/m-s0.tsv", 44.0, 40.1)
