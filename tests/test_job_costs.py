@@ -204,7 +204,7 @@ def test_a_jobs_cpu_and_peak_memory_come_from_its_log_where_the_benchmark_only_s
 
 EXITING_CHILD = """
 import atexit, sys, threading, time
-from attnaudit.cli import run
+from attnaudit import cli
 
 class TornDown:
     def __del__(self):
@@ -214,8 +214,19 @@ kept = TornDown()  # freed by the interpreter's teardown, if there is one
 atexit.register(lambda: sys.stderr.write("atexit ran\\n"))
 if "--thread" in sys.argv:
     sys.argv.remove("--thread")
-    threading.Thread(target=lambda: (time.sleep(0.3), sys.stderr.write("thread finished\\n"))).start()
-run()
+    returned, command = threading.Event(), cli.main
+
+    def main_then_signal():
+        try:
+            return command()
+        finally:
+            returned.set()
+
+    cli.main = main_then_signal  # the thread outlives main() however long main() takes
+    threading.Thread(
+        target=lambda: (returned.wait(), time.sleep(0.3), sys.stderr.write("thread finished\\n"))
+    ).start()
+cli.run()
 """
 
 
