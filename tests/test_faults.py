@@ -13,6 +13,7 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -28,9 +29,11 @@ from test_config import dry_run, shell_commands
 from test_embeddings import fasttext_model
 
 from attnaudit import AttnauditError
+from attnaudit.cli import Terminated, stopping_on_sigterm
 from attnaudit.data import load_examples
-from attnaudit.io import FILE_MODE, load_npy, write_json, write_parquet
+from attnaudit.io import FILE_MODE, atomic_path, load_npy, write_json, write_parquet
 from attnaudit.models import load_model, save_model
+from attnaudit.process_usage import read_usage
 
 WORDS = ["good", "bad", "fine", "awful", "great", "poor", "nice", "dull"]
 
@@ -553,6 +556,42 @@ def test_results_get_the_usual_file_mode(tmp_path):
     write_json(tmp_path / "a.json", {"x": 1})
     mode = stat.S_IMODE(os.stat(tmp_path / "a.json").st_mode)
     assert mode == FILE_MODE and mode & stat.S_IRGRP  # readable by colleagues under the usual umask (022)
+
+
+# -- interruption: SIGTERM (a Slurm time limit, scancel, kill) mid-job --------------------------------------------
+def test_sigterm_mid_training_ends_the_log_with_what_the_job_used_and_writes_nothing(planted_dataset, tmp_path):
+    """Slurm's time limit, ``scancel`` and ``kill`` send SIGTERM: the job stops with the exit code a shell reports for
+    it (143), writes nothing (no output, no temporary file), and its log ends with the usage line ``job-costs``
+    reads and what to do, without a traceback."""
+    out, log = tmp_path / "model", tmp_path / "train.log"
+    spec = {"encoder": "average", "attention": "additive", "epochs": 100_000}
+    argv = [sys.executable, "-m", "attnaudit", "train", "--dataset-dir", str(planted_dataset / "dataset")]
+    argv += ["--embeddings", str(planted_dataset / "embeddings" / "matrix.npy"), "--out-dir", str(out)]
+    with log.open("w") as stderr:
+        proc = subprocess.Popen([*argv, "--spec", json.dumps(spec)], stdout=subprocess.DEVNULL, stderr=stderr)
+    deadline = time.time() + 300
+    while "epoch 1:" not in log.read_text() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.1)
+    assert proc.poll() is None, f"training ended before the signal:\n{log.read_text()}"
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=120) == 128 + signal.SIGTERM, log.read_text()
+    text = log.read_text()
+    assert "Traceback" not in text, text
+    assert read_usage(log) is not None, text
+    assert text.splitlines()[-1].startswith("attnaudit train: stopped by SIGTERM after "), text
+    assert not out.exists() or not list(out.iterdir()), sorted(p.name for p in out.iterdir())
+
+
+def test_sigterm_while_an_output_is_written_removes_its_temporary_file(tmp_path):
+    """The signal's exception runs ``io.atomic_path``'s clean-up: neither the output nor its temporary file is left
+    (before, SIGTERM ended the process at once and the hidden ``.out.parquet.*.tmp`` stayed in results/)."""
+    assert threading.current_thread() is threading.main_thread()  # else the handler is not set and SIGTERM kills
+    with pytest.raises(Terminated), stopping_on_sigterm(), atomic_path(tmp_path / "out.parquet") as partial:
+        partial.write_bytes(b"half an output")
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(60)  # not reached: the handler runs as soon as os.kill returns
+    assert list(tmp_path.iterdir()) == []
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
 
 
 # -- interruption: kill -9 mid-training, then what the README says ----------------------------------------------

@@ -9,11 +9,12 @@ import importlib
 import json
 import logging
 import os
+import signal
 import sys
 import threading
 
 from attnaudit import AttnauditError
-from attnaudit.process_usage import usage_line
+from attnaudit.process_usage import process_age, usage_line
 
 # one entry per stage module; each exposes add_cli(subparsers)
 STAGES = [
@@ -96,6 +97,31 @@ def path_error(err: OSError) -> str:
     return f"{err.filename or err.args[0]}: {what}"
 
 
+class Terminated(BaseException):
+    """SIGTERM arrived: a scheduler's time limit (Slurm sends it, then SIGKILL after its ``KillWait``), ``scancel``,
+    or ``kill``. Raised in the main thread by :func:`raise_terminated`, so every ``finally`` runs: an output being
+    written loses its temporary file (``io.atomic_path``) and the log's last line says what the job used. A
+    ``BaseException``, like ``KeyboardInterrupt``, so that no ``except Exception`` takes it for an error."""
+
+
+def raise_terminated(signum, frame) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once, as before
+    raise Terminated
+
+
+@contextlib.contextmanager
+def stopping_on_sigterm():
+    """SIGTERM raises :class:`Terminated` inside the block (only the main thread can set a handler)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     flags = {GLOBAL_FLAGS[token] for token in argv if token in GLOBAL_FLAGS}
@@ -109,9 +135,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     runtime = [f"{name}={os.environ[name]}" for name in RUNTIME_VARIABLES if name in os.environ]
     logging.getLogger("attnaudit").info("%s; %s", args.command, ", ".join(runtime) or "no runtime variables set")
-    error = None
+    error, terminated = None, False
     try:
-        args.func(args)
+        with stopping_on_sigterm():
+            args.func(args)
+    except Terminated:
+        terminated = True
     except (AttnauditError, json.JSONDecodeError, *PATH_ERRORS) as err:
         # a user-caused failure: the message names the file or key and the fix (stages are also run by hand: a
         # path argument that is missing or not a file, a JSON argument that is not JSON)
@@ -124,6 +153,14 @@ def main(argv: list[str] | None = None) -> int:
             error = path_error(err)
     finally:  # every job's log says what the job used (read by job-costs), a failed job's too
         logging.getLogger("attnaudit").info("%s", usage_line())
+    if terminated:
+        print(
+            f"attnaudit {args.command}: stopped by SIGTERM after {process_age():.0f} s (a scheduler's time limit, "
+            "scancel or kill); nothing half-written was kept. Rerun the same command; on a cluster, raise the rule's "
+            "runtime first if it was the time limit",
+            file=sys.stderr,
+        )
+        return 128 + signal.SIGTERM  # what a shell reports for a process that SIGTERM ended
     if error is not None:
         print(f"attnaudit {args.command}: error: {error}", file=sys.stderr)  # once, last: a job's log is its stderr
         return 2

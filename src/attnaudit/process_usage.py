@@ -52,7 +52,8 @@ def usage_line() -> str:
 
 def read_usage(log: str | Path) -> dict[str, float] | None:
     """The wall seconds, CPU seconds and peak RSS (MB) of the last :func:`usage_line` in ``log``; ``None`` when the
-    log is missing or has none (a job of an older version, or one that was killed)."""
+    log is missing or has none (a job of an older version, or one that SIGKILL ended; SIGTERM, a Slurm time
+    limit's first signal, still lets the job write it: ``cli.Terminated``)."""
     try:
         text = Path(log).read_text(encoding="utf-8", errors="replace")
     except OSError:
