@@ -468,7 +468,7 @@ dataset_subset("audits.chunks_per_dataset", list(AUDITS.get("chunks_per_dataset"
 
 def audit_chunks(dataset):
     """Instance chunks for one dataset's audits: audits.chunks_per_dataset.<name>, else audits.chunks."""
-    return AUDITS.get("chunks_per_dataset", {}).get(dataset, AUDITS.get("chunks", 2))
+    return AUDITS["chunks_per_dataset"].get(dataset, AUDITS["chunks"])
 
 
 def chunk_paths(pattern, dataset, **wildcards):

@@ -46,6 +46,20 @@ def test_valid_minimal_config_dry_runs(tmp_path):
     assert "train" in proc.stdout
 
 
+def test_a_config_without_audits_chunks_shards_the_audits_as_config_yaml_does(tmp_path):
+    """A user's own experiment file (``--replace-workflow-config``) gets the schema's defaults: its audits run in as
+    many chunks as the shipped config.yaml's laptop setting (README, *Fan-out*), a per-dataset count still wins."""
+    shipped = yaml.safe_load((REPO / "config.yaml").read_text())["audits"]["chunks"]
+
+    def chunk_counts(cfg):
+        commands = shell_commands(tmp_path, cfg, "importance")
+        assert commands, "no importance job planned"
+        return {int(n) for command in commands for n in re.findall(r"/chunk-\d+-of-(\d+)\.parquet", command)}
+
+    assert chunk_counts(BASE) == {shipped}
+    assert chunk_counts({**BASE, "audits": {"chunks_per_dataset": {"planted": shipped + 2}}}) == {shipped + 2}
+
+
 def planned_models(stdout: str) -> dict[str, set[str]]:
     """``{rule: {dataset/model}}`` of the model jobs a dry run plans."""
     planned: dict[str, set[str]] = {}
