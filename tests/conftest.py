@@ -96,15 +96,16 @@ def required_mirror() -> Path:
 
 
 #: Session fixtures that must exist once: the local pipeline run (~12 min) and the Slurm cluster (one slurmctld).
-#: Every test using one goes to the same xdist worker (``pytest -n 2``, ``--dist loadgroup`` in pyproject.toml);
-#: the other worker runs the unit tests meanwhile.
+#: Every test using one goes to the same xdist worker (``pytest -n 2``, ``--dist loadgroup`` in pyproject.toml),
+#: which pytest-xdist starts first (the largest group first); the other worker starts with the four-class run
+#: (test_multiclass.py), and both then take the unit tests one at a time.
 ONE_WORKER_FIXTURES = {"local_pipeline", "slurm_cluster"}
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the xdist_group marks
 def pytest_collection_modifyitems(items):
-    """Unit tests first, end-to-end and Slurm tests last: a broken unit fails fast. Tests that use a
-    one-per-session fixture share one xdist group."""
+    """Unit tests first, end-to-end and Slurm tests last: under plain ``pytest`` a broken unit fails fast (with
+    ``-n``, pytest-xdist starts the groups first). Tests that use a one-per-session fixture share one xdist group."""
     for item in items:
         if ONE_WORKER_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.xdist_group("session-pipelines"))
