@@ -463,7 +463,7 @@ def combined_table_targets(paper):
 
 
 # -- audits (shared by every audit stage) ---------------------------------------------------------------------
-dataset_subset("audits.chunks_per_dataset", list(AUDITS.get("chunks_per_dataset", {})))  # misspelt names stop
+dataset_subset("audits.chunks_per_dataset", list(AUDITS["chunks_per_dataset"]))  # misspelt names stop
 
 
 def audit_chunks(dataset):
