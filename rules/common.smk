@@ -10,8 +10,6 @@ import sys
 import threading
 from pathlib import Path
 
-from snakemake.utils import validate
-
 from attnaudit import AttnauditError
 from attnaudit.cards.summary import stage_options
 from attnaudit.config_errors import (
@@ -47,13 +45,11 @@ SCHEMA_FILE = Path(workflow.basedir) / "schemas" / "config.schema.yaml"
 def validated_config():
     """The config files (the command line's too) checked for a key given twice, the numbers, booleans and nulls
     nested in ``--config`` (Snakemake passes them on as text) read as such, then the config against the schema
-    (integers strictly, so ``seed: 1.0`` stops here), then Snakemake's validation, which fills in the defaults; an
-    error names the file and line, or the key and what was expected, without the schema dump Snakemake's message
-    carries."""
+    (integers strictly, so ``seed: 1.0`` stops here) with its defaults filled in; an error names the file and line,
+    or the key and what was expected, without the schema dump Snakemake's message carries."""
     check_config_files(workflow.configfiles)
     read_command_line_values(config, workflow.config_settings.config, SCHEMA_FILE)
     check_config(config, SCHEMA_FILE)
-    validate(config, "../schemas/config.schema.yaml")
 
 
 validated_config()

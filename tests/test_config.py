@@ -1,5 +1,6 @@
 """Config validation: a typo or an invalid value stops the workflow with the key named."""
 
+import copy
 import re
 import subprocess
 import sys
@@ -8,7 +9,7 @@ import pytest
 import yaml
 from conftest import REPO
 
-from attnaudit.config_errors import read_command_line_values
+from attnaudit.config_errors import check_config, read_command_line_values
 from attnaudit.modelsheet import sheet
 
 
@@ -283,6 +284,31 @@ def test_command_line_text_is_read_where_the_schema_takes_no_text():
         "seed": None,
     }
     assert type(config["saliency"]["seeds"][0]) is int and type(config["train"]["lr"]) is float
+
+
+SHIPPED_CONFIGS = sorted([REPO / "config.yaml", REPO / "tests" / "config.yaml", *(REPO / "configs").glob("*.yaml")])
+
+
+@pytest.mark.parametrize(
+    "path", [None, *SHIPPED_CONFIGS], ids=lambda path: "minimal" if path is None else str(path.relative_to(REPO))
+)
+def test_the_defaults_filled_in_are_snakemakes(path):
+    """check_config fills in the schema's defaults from the schema it has read, in place of Snakemake's
+    ``validate(config, schema)``, which parses the schema file again: every shipped config (and a minimal one)
+    comes out as Snakemake's validation leaves it, and a default changed in one config is not changed in the
+    schema the next config gets its defaults from."""
+    from snakemake.utils import validate
+
+    schema_file = REPO / "schemas" / "config.schema.yaml"
+    given = BASE if path is None else yaml.safe_load(path.read_text())
+    ours, snakemakes = copy.deepcopy(given), copy.deepcopy(given)
+    check_config(ours, schema_file)
+    validate(snakemakes, str(schema_file))
+    assert ours == snakemakes
+    ours["audits"]["max_batch_tokens"]["cpu"] = -1
+    again = copy.deepcopy(given)
+    check_config(again, schema_file)
+    assert again == snakemakes
 
 
 def test_a_key_given_twice_in_a_config_file_is_named(tmp_path):
