@@ -9,7 +9,7 @@ import pytest
 import yaml
 from conftest import REPO
 
-from attnaudit.config_errors import check_config, read_command_line_values
+from attnaudit.config_errors import DefaultFillingValidator, check_config, read_command_line_values
 from attnaudit.modelsheet import sheet
 
 
@@ -309,6 +309,15 @@ def test_the_defaults_filled_in_are_snakemakes(path):
     again = copy.deepcopy(given)
     check_config(again, schema_file)
     assert again == snakemakes
+
+
+def test_defaults_are_filled_into_objects_only():
+    """A key that takes an object or a list (a dataset's ``grid``) given as a list gets no defaults, and no error."""
+    schema = {"type": ["object", "array"], "properties": {"seeds": {"type": "array", "default": [0]}}}
+    as_list, as_object = [{"seeds": [1]}], {}
+    DefaultFillingValidator(schema).validate(as_list)
+    DefaultFillingValidator(schema).validate(as_object)
+    assert as_list == [{"seeds": [1]}] and as_object == {"seeds": [0]}
 
 
 def test_a_key_given_twice_in_a_config_file_is_named(tmp_path):

@@ -161,13 +161,15 @@ def read_command_line_values(config: dict, given: Mapping, schema_file: str | Pa
 def _filling_defaults(validator_class):
     """``validator_class`` that, validating an object, first sets each of its properties the schema gives a default
     and the object lacks (python-jsonschema's FAQ recipe, the one ``snakemake.utils.validate`` applies); a default is
-    copied, so the config never shares an object with the cached schema."""
+    copied, so the config never shares an object with the cached schema, and a list where the schema allows an
+    object or a list (a dataset's ``grid``) is left alone."""
     validate_properties = validator_class.VALIDATORS["properties"]
 
     def set_defaults(validator, properties, instance, schema):
-        for name, subschema in properties.items():
-            if "default" in subschema:
-                instance.setdefault(name, copy.deepcopy(subschema["default"]))
+        if validator.is_type(instance, "object"):
+            for name, subschema in properties.items():
+                if "default" in subschema:
+                    instance.setdefault(name, copy.deepcopy(subschema["default"]))
         yield from validate_properties(validator, properties, instance, schema)
 
     return validators.extend(validator_class, {"properties": set_defaults})
@@ -179,7 +181,7 @@ DefaultFillingValidator = _filling_defaults(Draft202012Validator)
 def check_config(config: dict, schema_file: str | Path) -> None:
     """Stop on the first (most relevant) violation of the whole config's schema, integers checked strictly; then fill
     in the schema's defaults, in place, as Snakemake's ``validate(config, schema)`` does, from the schema this process
-    has read already (Snakemake's would read and parse it again: 0.17 of the ~0.85 s a Snakefile takes to load)."""
+    has read already (Snakemake's would open and parse the file again, in every Snakemake process)."""
     schema = load_schema(schema_file)
     errors = list(StrictValidator(schema).iter_errors(config))
     if errors:
