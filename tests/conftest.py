@@ -18,6 +18,8 @@ from attnaudit.data import collate
 from attnaudit.models import AttentionClassifier, ModelConfig, activations
 
 REPO = Path(__file__).resolve().parents[1]
+#: every config file the project ships: the default study, the test pipeline's, the experiment files
+SHIPPED_CONFIGS = sorted([REPO / "config.yaml", REPO / "tests" / "config.yaml", *(REPO / "configs").glob("*.yaml")])
 
 # -- tiny models and batches (the one set every unit test uses) ---------------------------------------------------
 ENCODERS = ("lstm", "cnn", "average")

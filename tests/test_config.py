@@ -7,7 +7,7 @@ import sys
 
 import pytest
 import yaml
-from conftest import REPO
+from conftest import REPO, SHIPPED_CONFIGS
 
 from attnaudit.config_errors import DefaultFillingValidator, check_config, read_command_line_values
 from attnaudit.modelsheet import sheet
@@ -284,9 +284,6 @@ def test_command_line_text_is_read_where_the_schema_takes_no_text():
         "seed": None,
     }
     assert type(config["saliency"]["seeds"][0]) is int and type(config["train"]["lr"]) is float
-
-
-SHIPPED_CONFIGS = sorted([REPO / "config.yaml", REPO / "tests" / "config.yaml", *(REPO / "configs").glob("*.yaml")])
 
 
 @pytest.mark.parametrize(

@@ -9,10 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SNAKEMAKE
+from conftest import REPO, SHIPPED_CONFIGS, SNAKEMAKE
 
 BIN = Path(sys.executable).parent
-CONFIGS = sorted([REPO / "config.yaml", REPO / "tests" / "config.yaml", *(REPO / "configs").glob("*.yaml")])
 
 
 def run(cmd, **kwargs):
@@ -34,7 +33,7 @@ def test_lint_is_clean():
     assert proc.returncode == 0 and "Congratulations" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
 
 
-@pytest.mark.parametrize("config", CONFIGS, ids=[str(c.relative_to(REPO)) for c in CONFIGS])
+@pytest.mark.parametrize("config", SHIPPED_CONFIGS, ids=[str(c.relative_to(REPO)) for c in SHIPPED_CONFIGS])
 def test_every_config_builds_its_dag(config, tmp_path):
     proc = run(
         [
