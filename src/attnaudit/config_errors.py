@@ -175,19 +175,16 @@ def _filling_defaults(validator_class):
     return validators.extend(validator_class, {"properties": set_defaults})
 
 
-DefaultFillingValidator = _filling_defaults(Draft202012Validator)
+#: the strict check that fills in the defaults as it goes
+DefaultFillingValidator = _filling_defaults(StrictValidator)
 
 
 def check_config(config: dict, schema_file: str | Path) -> None:
-    """Stop on the first (most relevant) violation of the whole config's schema, integers checked strictly; then fill
-    in the schema's defaults, in place, as Snakemake's ``validate(config, schema)`` does, from the schema this process
-    has read already (Snakemake's would open and parse the file again, in every Snakemake process)."""
-    schema = load_schema(schema_file)
-    errors = list(StrictValidator(schema).iter_errors(config))
+    """Fill in the schema's defaults, in place, as Snakemake's ``validate(config, schema)`` does, and stop on the first
+    (most relevant) violation of the whole config's schema, integers checked strictly; in one pass over the schema
+    this process has read already (Snakemake's would open and parse the file again, in every Snakemake process)."""
+    errors = list(DefaultFillingValidator(load_schema(schema_file)).iter_errors(config))
     if errors:
-        raise AttnauditError(schema_error_message(best_match(errors)))
-    errors = list(DefaultFillingValidator(schema).iter_errors(config))
-    if errors:  # a default the schema itself does not allow
         raise AttnauditError(schema_error_message(best_match(errors)))
 
 
