@@ -13,9 +13,11 @@ from pathlib import Path
 from attnaudit import AttnauditError
 from attnaudit.cards.summary import stage_options
 from attnaudit.config_errors import (
+    ConfigSources,
     check_config,
     check_config_files,
     check_section,
+    key_path,
     load_schema,
     read_command_line_values,
 )
@@ -45,14 +47,33 @@ SCHEMA_FILE = Path(workflow.basedir) / "schemas" / "config.schema.yaml"
 def validated_config():
     """The config files (the command line's too) checked for a key given twice, the numbers, booleans and nulls
     nested in ``--config`` (Snakemake passes them on as text) read as such, then the config against the schema
-    (integers strictly, so ``seed: 1.0`` stops here) with its defaults filled in; an error names the file and line,
-    or the key and what was expected, without the schema dump Snakemake's message carries."""
+    (integers strictly, so ``seed: 1.0`` stops here) with its defaults filled in; an error names the file and line
+    (of a syntax error, or of the key it is about: CONFIG_SOURCES), the key and what was expected, without the
+    schema dump Snakemake's message carries."""
     check_config_files(workflow.configfiles)
     read_command_line_values(config, workflow.config_settings.config, SCHEMA_FILE)
-    check_config(config, SCHEMA_FILE)
+    check_config(config, SCHEMA_FILE, CONFIG_SOURCES)
 
 
+def config_sources():
+    """The config's sources in Snakemake's merge order: ``config.yaml`` (the Snakefile's ``configfile:``, unless the
+    command line's config replaces it), each ``--configfile``, then ``--config``."""
+    settings = workflow.config_settings
+    given = list(settings.configfiles)
+    workflow_files = [f for f in workflow.configfiles if f not in given]
+    replaced = settings.replace_workflow_config and settings.overwrite_config
+    return ConfigSources([*([] if replaced else workflow_files), *given], settings.config)
+
+
+CONFIG_SOURCES = config_sources()
 validated_config()
+
+
+def config_error(key, message):
+    """An error in config ``key`` (a tuple of keys and list positions; dotted where no part has a dot, as names of
+    datasets, corpora and stages) as ``file:line: config <key>: message``, with where the key is written."""
+    key = tuple(key.split(".")) if isinstance(key, str) else key
+    return AttnauditError(CONFIG_SOURCES.located(key, f"config {key_path(key)}: {message}"))
 
 
 def workdir_path(path):
@@ -77,8 +98,8 @@ def dataset_corpus(dataset, entry):
     except AttnauditError as err:
         if entry["corpus"] in USER_CORPORA:
             raise
-        raise AttnauditError(
-            f"config datasets.{dataset}.corpus: {err} (or a corpus of your own, declared under corpora.user)"
+        raise config_error(
+            f"datasets.{dataset}.corpus", f"{err} (or a corpus of your own, declared under corpora.user)"
         ) from None
 
 
@@ -135,7 +156,7 @@ def dataset_subset(key, names):
         return list(DATASETS)
     unknown = [n for n in names if n not in config["datasets"]]
     if unknown:
-        raise ValueError(f"config {key}: {unknown} not under datasets: (expected some of {list(config['datasets'])})")
+        raise config_error(key, f"{unknown} not under datasets: (expected some of {list(config['datasets'])})")
     return [n for n in names if n in DATASETS]
 
 
@@ -157,9 +178,7 @@ def check_stage_selects(key, selection, datasets, models_of):
     empty = [d for d in datasets if not models_of(d)]
     if empty:
         variants = sorted({variant(d, m)["variant"] for d in empty for m in model_ids(d)})
-        raise ValueError(
-            f"config {key}: {selection} select no model with learned attention on {empty} (variants: {variants})"
-        )
+        raise config_error(key, f"{selection} select no model with learned attention on {empty} (variants: {variants})")
 
 
 # -- data ---------------------------------------------------------------------------------------------------------
@@ -183,7 +202,7 @@ def check_corpus_options():
         try:
             spec = corpus_spec(name)
         except AttnauditError as err:
-            raise AttnauditError(f"config corpora.options.{name}: {err}") from None
+            raise config_error(f"corpora.options.{name}", err) from None
         resolved_options(spec, options)
 
 
@@ -201,10 +220,10 @@ def check_qa_sheets():
     for dataset in filter(is_qa, DATASETS):
         for model, fields in SHEETS[dataset].items():
             if fields["regulariser"] != "base" or fields["objective"] != "classify":
-                raise ValueError(
-                    f"config datasets.{dataset}: model {model} has regulariser {fields['regulariser']!r} and "
-                    f"objective {fields['objective']!r}; {dataset} is a QA/NLI dataset, whose models support "
-                    "regulariser base and objective classify only"
+                raise config_error(
+                    ("datasets", dataset, "models", fields["variant"]),
+                    f"model {model} has regulariser {fields['regulariser']!r} and objective {fields['objective']!r}; "
+                    f"{dataset} is a QA/NLI dataset, whose models support regulariser base and objective classify only",
                 )
 
 
@@ -212,7 +231,7 @@ def reject_qa(key, datasets, reason):
     """A stage that does not apply to QA/NLI datasets names them before any job (they would fail after training)."""
     qa = [d for d in datasets if is_qa(d)]
     if qa:
-        raise ValueError(f"config {key}: {qa} are QA/NLI datasets; {reason}. Leave them out of {key}")
+        raise config_error(key, f"{qa} are QA/NLI datasets; {reason}. Leave them out of {key}")
 
 
 check_qa_sheets()
@@ -298,10 +317,10 @@ def check_datasets():
         for key, split in (("dev_fraction", "dev"), ("test_fraction", "test")):
             given = DATASETS[dataset].get("tokenise", {}).get(key)
             if given is not None and key in registry and registry[key] is None:
-                raise AttnauditError(
-                    f"datasets.{dataset}.tokenise.{key}: corpus {corpus} has a {split} split of its own, which the "
-                    f"papers use, so {key} would not be read; it applies to a corpus without a {split} split: "
-                    "leave it out"
+                raise config_error(
+                    f"datasets.{dataset}.tokenise.{key}",
+                    f"corpus {corpus} has a {split} split of its own, which the papers use, so {key} would not be "
+                    f"read; it applies to a corpus without a {split} split: leave it out",
                 )
         options = {**TOKENISE_DEFAULTS, **tokenise_options(dataset)}
         if (options["language"], options["segmenter"]) != ("en", "char"):
@@ -508,8 +527,8 @@ def jw_dataset_options(dataset):
 def check_jw_overrides(dataset):
     """A dataset's jain_wallace overrides, merged, satisfy the schema of the jain_wallace block (keys, ranges)."""
     for section in DATASETS[dataset].get("jain_wallace", {}):
-        where = f"datasets.{dataset}.jain_wallace.{section}"
-        check_section(jw_dataset_options(dataset)[section], SCHEMA_FILE, ("jain_wallace", section), where)
+        at = ("datasets", dataset, "jain_wallace", section)
+        check_section(jw_dataset_options(dataset)[section], SCHEMA_FILE, ("jain_wallace", section), at, CONFIG_SOURCES)
 
 
 # keys only the tables read (thresholds): changing them reruns the tables, not the audits
@@ -646,15 +665,17 @@ def wp_variant_models(dataset, name, role):
     cannot play the role (the base model as its own uniform twin), stops the run."""
     models = [m for m in model_ids(dataset) if variant(dataset, m)["variant"] == name]
     if not models:
-        raise ValueError(
-            f"wiegreffe_pinter.roles.{role}: dataset {dataset!r} has no variant {name!r} in its model sheet; "
-            f"add it under datasets.{dataset}.models or drop {dataset} from wiegreffe_pinter.datasets"
+        raise config_error(
+            f"wiegreffe_pinter.roles.{role}",
+            f"dataset {dataset!r} has no variant {name!r} in its model sheet; "
+            f"add it under datasets.{dataset}.models or drop {dataset} from wiegreffe_pinter.datasets",
         )
     attention = variant(dataset, models[0])["attention"]
     if attention not in WP_ROLE_ATTENTION[role]:
-        raise ValueError(
-            f"wiegreffe_pinter.roles.{role}: {name!r} has attention {attention!r} on {dataset!r}; the {role} role "
-            f"needs attention {' or '.join(WP_ROLE_ATTENTION[role])}"
+        raise config_error(
+            f"wiegreffe_pinter.roles.{role}",
+            f"{name!r} has attention {attention!r} on {dataset!r}; the {role} role "
+            f"needs attention {' or '.join(WP_ROLE_ATTENTION[role])}",
         )
     return models
 
@@ -680,9 +701,10 @@ def wp_roles(dataset):
         m for m in models_matching(dataset, roles["adversaries"]) if variant(dataset, m).get("teacher") == base
     ]
     if not adversaries:
-        raise ValueError(
-            f"wiegreffe_pinter.roles.adversaries: no model of {dataset!r} matching {roles['adversaries']} imitates "
-            f"{base} (objective: imitate, teacher: {base})"
+        raise config_error(
+            "wiegreffe_pinter.roles.adversaries",
+            f"no model of {dataset!r} matching {roles['adversaries']} imitates {base} (objective: imitate, "
+            f"teacher: {base})",
         )
     return {
         "base": base,

@@ -184,7 +184,7 @@ def test_grid_blocks_are_united(tmp_path):
                     }
                 }
             },
-            "config datasets.babi: model x-s0 has regulariser 'tying' and objective 'classify'; babi is a QA/NLI",
+            "config datasets.babi.models.x: model x-s0 has regulariser 'tying' and objective 'classify'; babi is a",
         ),
         # a stage's selection that selects nothing would leave its tables empty and the run "successful"
         (
@@ -361,6 +361,119 @@ def test_a_config_yaml_that_cannot_be_read_names_its_line(tmp_path, text, expect
     (tmp_path / "config.yaml").write_text('{\n\t"datasets": {\n\t\t"planted": {"corpus": "planted"}\n\t}\n}\n')
     proc = subprocess.run(command + ["--directory", str(tmp_path)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+# two config files as a study is layered: the second (a --configfile) overrides the first key by key
+LAYERED_BASE = """seed: 0
+datasets:
+  sst: &classification
+    corpus: sst
+    train: {epochs: 4}
+    grid: {encoders: [lstm, cnn]}
+  imdb:
+    <<: *classification
+    corpus: imdb
+train:
+  lr: 0.001
+"""
+LAYERED_EXPERIMENT = """train:
+  epochs: 3
+  lr: 0.01
+"""
+
+
+def layered_error(tmp_path, base: str, experiment: str, command_line: dict | None = None) -> str:
+    """The schema error of two config files (and ``--config`` values) merged as Snakemake merges them."""
+    from snakemake.utils import update_config
+
+    from attnaudit import AttnauditError
+    from attnaudit.config_errors import ConfigSources
+
+    paths = [tmp_path / "base.yaml", tmp_path / "experiment.yaml"]
+    config: dict = {}
+    for path, text in zip(paths, (base, experiment), strict=True):
+        path.write_text(text)
+        update_config(config, yaml.safe_load(text))
+    update_config(config, command_line or {})
+    with pytest.raises(AttnauditError) as raised:
+        check_config(config, REPO / "schemas" / "config.schema.yaml", ConfigSources(paths, command_line))
+    return str(raised.value)
+
+
+@pytest.mark.parametrize(
+    "base, experiment, command_line, expected",
+    [
+        # the file whose value is used: the later file where both set it, else the one that sets it
+        (LAYERED_BASE, LAYERED_EXPERIMENT.replace("0.01", "-1"), None, "experiment.yaml:3: config train.lr: -1"),
+        (LAYERED_BASE.replace("seed: 0", "seed: 1.0"), LAYERED_EXPERIMENT, None, "base.yaml:1: config seed: 1.0"),
+        (LAYERED_BASE, LAYERED_EXPERIMENT, {"train": {"lr": -2}}, "--config: config train.lr: -2"),
+        # a list item on its line
+        (LAYERED_BASE.replace("cnn]", "rnn]"), "{}", None, "base.yaml:6: config datasets.sst.grid.encoders[1]"),
+        # reached through a YAML merge key: named where the anchored block writes it
+        (
+            "seed: 0\ntrain: &fast {epochs: 3, lr: 0.01}\ndatasets:\n  sst:\n    corpus: sst\n"
+            "    embeddings: {<<: *fast, dim: 50}\n",
+            "{}",
+            None,
+            "base.yaml:2: config datasets.sst.embeddings: Additional properties are not allowed ('lr' was",
+        ),
+        # an unknown key and a key's name are named on their own line, not their parent's
+        (LAYERED_BASE, LAYERED_EXPERIMENT + "  epoch: 3\n", None, "experiment.yaml:4: config train: Additional"),
+        (LAYERED_BASE + "  ok_name: {corpus: sst}\n".replace("ok_name", "bad-name"), "{}", None, "base.yaml:12:"),
+    ],
+    ids=["later file", "earlier file", "--config", "list item", "merge key", "unknown key", "key name"],
+)
+def test_a_schema_error_names_the_file_and_line_of_its_key(tmp_path, base, experiment, command_line, expected):
+    """A study's config is often several files and ``--config`` values: the error names the one whose value the
+    run uses, at the line of the key (YAML anchors followed), before the key and what was expected."""
+    message = layered_error(tmp_path, base, experiment, command_line)
+    assert message.replace(f"{tmp_path}/", "").startswith(expected), message
+
+
+def test_a_key_no_file_writes_is_named_without_a_line(tmp_path):
+    """A key the config files do not write (a default the schema fills in) has no file or line to name."""
+    from attnaudit.config_errors import ConfigSources
+
+    (tmp_path / "base.yaml").write_text(LAYERED_BASE)
+    sources = ConfigSources([tmp_path / "base.yaml"], {"seed": 3})
+    assert sources.where(("audits", "chunks")) is None
+    assert sources.where(("datasets", "imdb", "grid", "encoders", 2)) is None  # past the end of the list
+    assert sources.where(("datasets", "imdb", "grid", "encoders", 1)) == f"{tmp_path / 'base.yaml'}:6"
+    assert sources.where(("seed",)) == "--config"
+    assert sources.located(("audits", "chunks"), "config audits.chunks: …") == "config audits.chunks: …"
+
+
+def test_the_workflow_names_where_a_config_error_is_written(tmp_path):
+    """The Snakefile's ``config.yaml``, a ``--configfile`` layered on it and ``--config``, in Snakemake's order of
+    precedence; the schema's errors and the workflow's own checks of a key (a stage's datasets, a dataset's J&W
+    overrides) alike."""
+    command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "-n"]
+    command += ["--directory", str(tmp_path)]
+    workflow_config = tmp_path / "config.yaml"
+    experiment = tmp_path / "experiment.yaml"
+
+    def said(*flags: str) -> str:
+        proc = subprocess.run(command + list(flags), capture_output=True, text=True, timeout=300)
+        assert proc.returncode != 0, proc.stdout[-2000:]
+        return proc.stdout + proc.stderr
+
+    good = "datasets:\n  planted:\n    corpus: planted\ntrain:\n  epochs: 1\n"
+    workflow_config.write_text(good.replace("epochs: 1", "epochs: 0"))
+    assert "config.yaml:5: config train.epochs: 0 is less than the minimum" in said()
+    experiment.write_text("train: {lr: 0.01}\n")  # layered on config.yaml, which still gives the epochs
+    assert "config.yaml:5: config train.epochs: 0" in said("--configfile", str(experiment))
+    workflow_config.write_text(good)
+    experiment.write_text("train: {lr: 0.01}\ntutek_snajder:\n  datasets: [planed]\n")
+    assert f"{experiment}:3: config tutek_snajder.datasets: ['planed'] not under datasets" in said(
+        "--configfile", str(experiment)
+    )
+    experiment.write_text(
+        good.replace("corpus: planted", "corpus: planted\n    jain_wallace:\n      adversarial: {epsilon: -3}")
+    )
+    assert f"{experiment}:5: config datasets.planted.jain_wallace.adversarial.epsilon: -3" in said(
+        "--configfile", str(experiment), "--replace-workflow-config"
+    )
+    assert "--config: config train.lr: -1 is less than" in said("--config", "train={'lr': -1}")
 
 
 def test_a_pattern_that_selects_nothing_is_said(tmp_path):

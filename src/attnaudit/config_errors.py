@@ -5,7 +5,8 @@ top-level key); :func:`schema_error_message` says the same in one line. :func:`c
 the config against its part of the schema, for overrides the schema cannot type without filling in defaults (a
 dataset's ``jain_wallace`` block). :func:`check_config` is the schema check with integers that are integers (JSON
 Schema lets ``1.0`` pass for one: a seed or an epoch count written so would stop a job much later, inside a library),
-and then fills in the schema's defaults; :func:`check_config_files` stops on a YAML syntax error with its file, line
+and then fills in the schema's defaults, naming the file and line the offending key is written at
+(:class:`ConfigSources`); :func:`check_config_files` stops on a YAML syntax error with its file, line
 and column (Snakemake's own message names neither) and on a key given twice in one mapping of a config file, which
 YAML would otherwise settle silently by keeping the last. :func:`read_command_line_values` reads the numbers,
 booleans and nulls nested in ``--config``, which Snakemake hands over as text, as what they are."""
@@ -88,11 +89,16 @@ def section_schema(schema_file: str | Path, keys: tuple[str, ...]) -> dict:
     return {"$schema": schema["$schema"], "definitions": schema.get("definitions", {}), **part}
 
 
-def check_section(data, schema_file: str | Path, keys: tuple[str, ...], where: str) -> None:
-    """Stop if ``data`` does not satisfy the schema of config ``keys``; the message names ``where`` (its key)."""
+def check_section(
+    data, schema_file: str | Path, keys: tuple[str, ...], at: tuple, sources: ConfigSources | None = None
+) -> None:
+    """Stop if ``data`` does not satisfy the schema of config ``keys``; the message names the key ``data`` is at
+    (``at``), and with the config's ``sources`` the file and line it is written at."""
     errors = list(StrictValidator(section_schema(schema_file, keys)).iter_errors(data))
     if errors:
-        raise AttnauditError(schema_error_message(best_match(errors), root=where))
+        error = best_match(errors)
+        message = schema_error_message(error, root=key_path(at))
+        raise AttnauditError(sources.located(offending_key(error, data, at), message) if sources else message)
 
 
 def _text_leaves(given, path=()):
@@ -179,13 +185,117 @@ def _filling_defaults(validator_class):
 DefaultFillingValidator = _filling_defaults(StrictValidator)
 
 
-def check_config(config: dict, schema_file: str | Path) -> None:
+def check_config(config: dict, schema_file: str | Path, sources: ConfigSources | None = None) -> None:
     """Fill in the schema's defaults, in place, as Snakemake's ``validate(config, schema)`` does, and stop on the first
     (most relevant) violation of the whole config's schema, integers checked strictly; in one pass over the schema
-    this process has read already (Snakemake's would open and parse the file again, in every Snakemake process)."""
+    this process has read already (Snakemake's would open and parse the file again, in every Snakemake process).
+    With the config's ``sources``, the message starts with the file and line the offending key is written at."""
     errors = list(DefaultFillingValidator(load_schema(schema_file)).iter_errors(config))
     if errors:
-        raise AttnauditError(schema_error_message(best_match(errors)))
+        error = best_match(errors)
+        message = schema_error_message(error)
+        raise AttnauditError(sources.located(offending_key(error, config), message) if sources else message)
+
+
+def offending_key(error: ValidationError, data, root: tuple = ()) -> tuple:
+    """The config key a schema error is about (``root`` + the path inside ``data``): its ``absolute_path``, or for an
+    unknown key (``additionalProperties``) or a key's name that breaks a pattern (``propertyNames``), that key,
+    which jsonschema reports by its parent's path."""
+    path = tuple(error.absolute_path)
+    parent = data
+    for part in path:
+        try:
+            parent = parent[part]
+        except (LookupError, TypeError):
+            return (*root, *path)
+    if isinstance(parent, Mapping):
+        if error.validator == "additionalProperties":
+            named = error.schema.get("properties", {})
+            patterns = error.schema.get("patternProperties", {})
+            extra = [k for k in parent if k not in named and not any(re.search(p, str(k)) for p in patterns)]
+            return (*root, *path, *extra[:1])
+        if isinstance(error.instance, str) and error.instance in parent:
+            return (*root, *path, error.instance)  # propertyNames: the instance is the key itself
+    return (*root, *path)
+
+
+class ConfigSources:
+    """Where each config key is written, to name its file and line in an error: the config files in the order
+    Snakemake merges them (``configfile: config.yaml`` unless replaced, then each ``--configfile``), and the values
+    of ``--config``, which override them all. A key is looked up in the last source that sets it; a value reached
+    through a YAML merge key (``<<: *anchor``) is named where the anchored block writes it."""
+
+    def __init__(self, files, command_line: Mapping | None = None):
+        self.files = [Path(f) for f in files]
+        self.command_line = command_line or {}
+
+    @staticmethod
+    @cache
+    def _document(path: Path):
+        try:
+            with path.open(encoding="utf-8") as stream:
+                return yaml.compose(stream, Loader=yaml.SafeLoader)
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            return None
+
+    def where(self, key: tuple) -> str | None:
+        """``file:line`` of ``key`` (a path of mapping keys and list positions), ``--config``, or None where no
+        source writes it (a default the schema filled in)."""
+        if key and _lookup(self.command_line, key):
+            return "--config"
+        for path in reversed(self.files):
+            node = _node_at(self._document(path), key) if key else None
+            if node is not None:
+                return f"{path}:{node.start_mark.line + 1}"
+        return None
+
+    def located(self, key: tuple, message: str) -> str:
+        """``message`` prefixed with where ``key`` is written, when a source writes it."""
+        where = self.where(key)
+        return f"{where}: {message}" if where else message
+
+
+def _lookup(data, key: tuple) -> bool:
+    for part in key:
+        if isinstance(data, Mapping) and part in data or isinstance(data, list) and isinstance(part, int):
+            try:
+                data = data[part]
+            except IndexError:
+                return False
+        else:
+            return False
+    return True
+
+
+def _node_at(node, key: tuple):
+    """The node of ``key`` in a composed YAML document: for a mapping entry its key's node (the line a user looks
+    for), for a list item the item's; explicit keys first, then the blocks merged in with ``<<``."""
+    named = None
+    for part in key:
+        found = _child(node, part)
+        if found is None:
+            return None
+        node, named = found
+    return named
+
+
+def _child(node, part):
+    """``(value node, node to name)`` of ``part`` in ``node``, or None."""
+    if isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+        return (node.value[part], node.value[part]) if 0 <= part < len(node.value) else None
+    if not isinstance(node, yaml.MappingNode):
+        return None
+    merged = []
+    for key_node, value_node in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            merged += value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+        elif isinstance(key_node, yaml.ScalarNode) and key_node.value == str(part):
+            return value_node, key_node
+    for block in merged:
+        found = _child(block, part)
+        if found is not None:
+            return found
+    return None
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
