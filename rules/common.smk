@@ -1,5 +1,6 @@
 # Helpers for the rules: config validation, the model sheet, target lists, per-branch parameters. Every helper is a
 # named function here; the stage files only wire rules.
+import contextlib
 import fnmatch
 import functools
 import json
@@ -10,14 +11,13 @@ import sys
 import threading
 from pathlib import Path
 
-from attnaudit import AttnauditError
+from attnaudit import AttnauditError, ConfigKeyError
 from attnaudit.cards.summary import stage_options
 from attnaudit.config_errors import (
     ConfigSources,
     check_config,
     check_config_files,
     check_section,
-    key_path,
     load_schema,
     read_command_line_values,
 )
@@ -69,11 +69,20 @@ CONFIG_SOURCES = config_sources()
 validated_config()
 
 
+@contextlib.contextmanager
+def keys_located():
+    """A :class:`ConfigKeyError` raised inside (by the model sheet's checks, ...) names the file and line its key is
+    written at."""
+    try:
+        yield
+    except ConfigKeyError as err:
+        raise CONFIG_SOURCES.locate(err) from None
+
+
 def config_error(key, message):
     """An error in config ``key`` (a tuple of keys and list positions; dotted where no part has a dot, as names of
     datasets, corpora and stages) as ``file:line: config <key>: message``, with where the key is written."""
-    key = tuple(key.split(".")) if isinstance(key, str) else key
-    return AttnauditError(CONFIG_SOURCES.located(key, f"config {key_path(key)}: {message}"))
+    return CONFIG_SOURCES.locate(ConfigKeyError(tuple(key.split(".")) if isinstance(key, str) else key, message))
 
 
 def workdir_path(path):
@@ -121,9 +130,23 @@ DATASETS = {name: entry for name, entry in config["datasets"].items() if name no
 AUDITS = config["audits"]
 IMPORTANCE = config["importance"]
 # the model sheet of every dataset, expanded and checked (unknown teachers, cycles, sizes) before any job runs
-SHEETS = {dataset: sheet(dataset, entry) for dataset, entry in DATASETS.items()}
-for _method in {*IMPORTANCE, *config["saliency"]["methods"], *config["jain_wallace"]["correlation"]["methods"]}:
-    check_options(_method, IMPORTANCE.get(_method, {}))
+with keys_located():
+    SHEETS = {dataset: sheet(dataset, entry) for dataset, entry in DATASETS.items()}
+
+
+def check_importance_methods():
+    """Every importance method the config names (``importance.<method>``, ``saliency.methods``, J&W's correlation
+    methods) is registered and takes its options; an error names where the method is named."""
+    named = [(("importance", method), method) for method in IMPORTANCE]
+    named += [(("saliency", "methods", i), m) for i, m in enumerate(config["saliency"]["methods"])]
+    correlated = config["jain_wallace"]["correlation"]["methods"]
+    named += [(("jain_wallace", "correlation", "methods", i), m) for i, m in enumerate(correlated)]
+    for at, method in named:
+        with keys_located():
+            check_options(method, IMPORTANCE.get(method, {}), at)
+
+
+check_importance_methods()
 
 # corpora.mirror goes to the corpus stage as --mirror; without it the stage falls back to env ATTNAUDIT_MIRROR
 # (read by the package, so CI and clusters can point at a mirror without editing config), then the official URLs.
@@ -326,14 +349,15 @@ def check_datasets():
         if (options["language"], options["segmenter"]) != ("en", "char"):
             try:
                 make_tokenizer(options["language"], options["segmenter"])
-            except AttnauditError as err:
-                raise AttnauditError(f"datasets.{dataset}.{err}") from None
+            except ConfigKeyError as err:
+                raise config_error(("datasets", dataset, *err.key), err.problem) from None
         if corpus in USER_CORPORA:
             check_user_dataset(dataset, corpus, USER_CORPORA[corpus], tokenise_options(dataset), config["seed"])
         vectors = pretrained_vectors(dataset)
         if vectors:
             options = {**VECTOR_DEFAULTS, **DATASETS[dataset].get("embeddings", {})}
-            check_pretrained(vectors, options["dim"], options["binary"], f"datasets.{dataset}.embeddings")
+            with keys_located():
+                check_pretrained(vectors, options["dim"], options["binary"], ("datasets", dataset, "embeddings"))
 
 
 check_datasets()
@@ -635,10 +659,8 @@ reject_qa("wiegreffe_pinter.datasets", WP_DATASETS, "W&P's adversaries imitate a
 
 def check_wp_options():
     """What the schema cannot say of the W&P options (Fig. 3's bin edges from 0 to 1), before any job."""
-    try:
+    with keys_located():
         resolve_wp_options({"uniform": WP["uniform"], "seeds": WP["seeds"]})
-    except AttnauditError as err:
-        raise AttnauditError(f"config {err}") from None
 
 
 check_wp_options()

@@ -255,7 +255,7 @@ def test_values_nested_in_command_line_config_mean_what_they_mean_in_a_config_fi
     ]
     language = "datasets={'planted': {'corpus': 'planted', 'tokenise': {'language': 'no'}}}"
     proc = dry_run(tmp_path / "text", BASE, "--config", language)
-    assert "datasets.planted.tokenise.language 'no': spaCy has no tokenizer" in proc.stdout + proc.stderr
+    assert "datasets.planted.tokenise.language: spaCy has no tokenizer of 'no'" in proc.stdout + proc.stderr
     proc = dry_run(tmp_path / "word", BASE, "--config", "explorer={'page_size': 'many'}")
     assert "config explorer.page_size: 'many' is not of type 'integer'" in proc.stdout + proc.stderr
 
@@ -430,15 +430,16 @@ def test_a_schema_error_names_the_file_and_line_of_its_key(tmp_path, base, exper
     assert message.replace(f"{tmp_path}/", "").startswith(expected), message
 
 
-def test_a_key_no_file_writes_is_named_without_a_line(tmp_path):
-    """A key the config files do not write (a default the schema fills in) has no file or line to name."""
+def test_a_key_no_file_writes_is_named_at_the_nearest_key_written(tmp_path):
+    """A key the config files do not write (a field a model leaves to its default) is named at the nearest key above
+    it that they do write; with none written (a default the schema fills in), no file or line is named."""
     from attnaudit.config_errors import ConfigSources
 
     (tmp_path / "base.yaml").write_text(LAYERED_BASE)
     sources = ConfigSources([tmp_path / "base.yaml"], {"seed": 3})
     assert sources.where(("audits", "chunks")) is None
-    assert sources.where(("datasets", "imdb", "grid", "encoders", 2)) is None  # past the end of the list
-    assert sources.where(("datasets", "imdb", "grid", "encoders", 1)) == f"{tmp_path / 'base.yaml'}:6"
+    assert sources.where(("datasets", "sst", "train", "lr")) == f"{tmp_path / 'base.yaml'}:5"
+    assert sources.where(("datasets", "imdb", "grid", "encoders", 2)) == f"{tmp_path / 'base.yaml'}:6"  # merged
     assert sources.where(("seed",)) == "--config"
     assert sources.located(("audits", "chunks"), "config audits.chunks: …") == "config audits.chunks: …"
 
@@ -474,6 +475,25 @@ def test_the_workflow_names_where_a_config_error_is_written(tmp_path):
         "--configfile", str(experiment), "--replace-workflow-config"
     )
     assert "--config: config train.lr: -1 is less than" in said("--config", "train={'lr': -1}")
+    # the model sheet's checks: a teacher on its line; a field left to its default at its variant's entry
+    sheet = "datasets:\n  planted:\n    corpus: planted\n    models:\n      mine:\n"
+    experiment.write_text(sheet + "        objective: imitate\n        teacher: nobody\n")
+    assert f"{experiment}:7: config datasets.planted.models.mine.teacher: 'nobody' names no model" in said(
+        "--configfile", str(experiment), "--replace-workflow-config"
+    )
+    experiment.write_text(sheet + "        regulariser: tying\n        delta: 5\n")
+    assert f"{experiment}:5: config datasets.planted.models.mine.lstm_hidden: tying compares h_t" in said(
+        "--configfile", str(experiment), "--replace-workflow-config"
+    )
+    # an importance method named in a list, a tokeniser's language, a pretrained vectors file
+    planted = "datasets:\n  planted:\n    corpus: planted\n"
+    for written, expected in [
+        ("saliency:\n  methods:\n    - attention\n    - gradients\n", "7: config saliency.methods[1]: unknown"),
+        ("    tokenise: {language: qq}\n", "4: config datasets.planted.tokenise.language: spaCy has no tokenizer"),
+        ("    embeddings:\n      pretrained: none.txt\n", "5: config datasets.planted.embeddings.pretrained: no file"),
+    ]:
+        experiment.write_text(planted + written)
+        assert f"{experiment}:{expected}" in said("--configfile", str(experiment), "--replace-workflow-config")
 
 
 def test_a_pattern_that_selects_nothing_is_said(tmp_path):

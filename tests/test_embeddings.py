@@ -47,13 +47,13 @@ def test_bad_pretrained_file_is_a_clear_error(tmp_path):
         load_pretrained(str(path), {PAD: 0}, 3)
     good = tmp_path / "v.txt"
     good.write_text("1 3\nfilm 1 2 3\n")
-    with pytest.raises(AttnauditError, match=r"embeddings.dim is 300 but .* \(word2vec text\) have dimension 3"):
+    with pytest.raises(AttnauditError, match=r"embeddings.dim: 300, but .* \(word2vec text\) have dimension 3"):
         load_pretrained(str(good), {PAD: 0}, 300)
 
 
 def test_an_unknown_option_is_named(planted_dataset, tmp_path):
     """The CLI runs without the workflow's schema: a typo in --options stops instead of training the defaults."""
-    with pytest.raises(AttnauditError, match=r"^embeddings\.dimm: unknown option; expected one of method, dim"):
+    with pytest.raises(AttnauditError, match=r"^config embeddings\.dimm: unknown option; expected one of method, dim"):
         run(str(planted_dataset / "dataset"), str(tmp_path / "out"), {"dimm": 10}, seed=0)
 
 
@@ -111,7 +111,7 @@ def test_every_layout_of_vectors_reads_back_what_gensim_wrote(tmp_path, name):
     assert str(read) == layout and sorted(vectors.index_to_key) == sorted(["film", "café", "good", "<unk>"])
     for word in vectors.index_to_key:
         np.testing.assert_array_equal(vectors[word], reference[word])
-    with pytest.raises(AttnauditError, match=rf"embeddings.binary is {str(not read.binary).lower()} but .*{name}"):
+    with pytest.raises(AttnauditError, match=rf"embeddings.binary: {str(not read.binary).lower()}, but .*{name}"):
         load_pretrained(str(tmp_path / name), vocab, 5, binary=not read.binary)
 
 
@@ -143,7 +143,7 @@ def test_a_fasttext_model_gives_words_it_lacks_their_subword_vectors(tmp_path, p
         np.testing.assert_array_equal(vectors[word], whole[word])
         np.testing.assert_allclose(vectors[word], model.wv[word], rtol=0, atol=1e-6)
     with pytest.raises(
-        AttnauditError, match=r"embeddings.dim is 300 but .*cc.en.5.bin \(fastText model\) have dimension 5"
+        AttnauditError, match=r"embeddings.dim: 300, but .*cc.en.5.bin \(fastText model\) have dimension 5"
     ):
         load_pretrained(str(tmp_path / "cc.en.5.bin"), vocab, 300)
 

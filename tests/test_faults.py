@@ -138,10 +138,12 @@ def test_a_user_corpus_in_chinese_needs_its_language_named(tmp_path):
         assert dry_run(tmp_path, cfg).returncode == 0, tokenise
     cfg["datasets"]["mine"]["tokenise"] = {"language": "qq"}
     output = said(dry_run(tmp_path, cfg))
-    assert "datasets.mine.tokenise.language 'qq': spaCy has no tokenizer of that language" in output, output[-3000:]
+    assert "datasets.mine.tokenise.language: spaCy has no tokenizer of 'qq'" in output, output[-3000:]
     cfg["datasets"]["mine"]["tokenise"] = {"language": "de", "segmenter": "jieba"}
     output = said(dry_run(tmp_path, cfg))
-    assert "datasets.mine.tokenise.segmenter 'jieba': a segmenter is chosen for Chinese only" in output, output[-3000:]
+    assert "datasets.mine.tokenise.segmenter: 'jieba' — a segmenter is chosen for Chinese only" in output, output[
+        -3000:
+    ]
 
 
 def test_a_user_nli_corpus_plans_jws_qa_models_and_no_stage_that_needs_a_classifier(tmp_path):
@@ -337,10 +339,10 @@ def test_pretrained_vectors_are_checked_and_an_input(tmp_path):
     cfg["datasets"]["mine"]["embeddings"] = {"pretrained": str(tmp_path / "glove.txt.gz"), "dim": 4}
     assert "datasets.mine.embeddings.pretrained: no file" in said(dry_run(tmp_path, cfg))
     vectors = write_vectors(tmp_path / "glove.txt.gz", 6)
-    assert "datasets.mine.embeddings.dim is 4 but the vectors in" in said(dry_run(tmp_path, cfg))
+    assert "datasets.mine.embeddings.dim: 4, but the vectors in" in said(dry_run(tmp_path, cfg))
     write_vectors(vectors, 4)
     cfg["datasets"]["mine"]["embeddings"]["binary"] = True
-    assert "datasets.mine.embeddings.binary is true but" in said(dry_run(tmp_path, cfg))
+    assert "datasets.mine.embeddings.binary: true, but" in said(dry_run(tmp_path, cfg))
     del cfg["datasets"]["mine"]["embeddings"]["binary"]
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump(cfg))
@@ -365,7 +367,7 @@ def test_a_fasttext_model_is_read_by_the_workflow(tmp_path):
     cfg = user_config(corpus)
     cfg["datasets"]["mine"]["embeddings"] = {"pretrained": str(tmp_path / "cc.mine.6.bin"), "dim": 4}
     message = said(dry_run(tmp_path, cfg))
-    assert "datasets.mine.embeddings.dim is 4 but the vectors in" in message
+    assert "datasets.mine.embeddings.dim: 4, but the vectors in" in message
     assert "(fastText model) have dimension 6" in message
     cfg["datasets"]["mine"]["embeddings"]["dim"] = 6
     config = tmp_path / "config.yaml"

@@ -47,12 +47,12 @@ def test_chinese_words_with_jieba_and_a_segmenter_only_for_chinese():
     assert tokenize_texts([review], language="zh", segmenter="jieba") == [
         ["这部", "电影", "非常", "好看", "，", "演员", "的", "表演", "也", "很", "出色", "。"]
     ]
-    with pytest.raises(AttnauditError, match="tokenise.segmenter 'jieba': a segmenter is chosen for Chinese only"):
+    with pytest.raises(AttnauditError, match="tokenise.segmenter: 'jieba' — a segmenter is chosen for Chinese only"):
         tokenize_texts([review], language="en", segmenter="jieba")
 
 
 def test_a_language_spacy_has_no_tokenizer_of_is_named():
-    with pytest.raises(AttnauditError, match="tokenise.language 'qq': spaCy has no tokenizer of that language"):
+    with pytest.raises(AttnauditError, match="tokenise.language: spaCy has no tokenizer of 'qq'"):
         tokenize_texts(["text"], language="qq")
 
 
@@ -63,14 +63,14 @@ def test_a_language_spacy_has_no_tokenizer_of_is_named():
             "pythainlp",
             "th",
             "char",
-            "tokenise.language 'th': spaCy's tokenizer of it needs a package that is not "
+            "tokenise.language: spaCy's tokenizer of 'th' needs a package that is not "
             "installed: The Thai tokenizer requires the PyThaiNLP library",
         ),
         (
             "jieba",
             "zh",
             "jieba",
-            "tokenise.language 'zh' (segmenter 'jieba'): spaCy's tokenizer of it needs a package "
+            "tokenise.segmenter: spaCy's tokenizer of 'zh' with segmenter 'jieba' needs a package "
             "that is not installed: Jieba not installed. To use jieba, install it with `pip  install jieba`",
         ),
     ],
@@ -299,7 +299,7 @@ def test_planted_positions_point_at_markers(planted_dataset):
 
 
 def test_an_unknown_option_is_named():
-    with pytest.raises(AttnauditError, match=r"^tokenise\.min_cnt: unknown option; expected one of min_count"):
+    with pytest.raises(AttnauditError, match=r"^config tokenise\.min_cnt: unknown option; expected one of min_count"):
         tokenise_documents(docs([("a", "train", 0, "w w")]), {"min_cnt": 2}, seed=0)
 
 

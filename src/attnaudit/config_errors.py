@@ -25,7 +25,7 @@ import yaml
 from jsonschema import Draft202012Validator, ValidationError, validators
 from jsonschema.exceptions import best_match
 
-from attnaudit import AttnauditError
+from attnaudit import AttnauditError, ConfigKeyError, key_path
 
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 _MAX_MESSAGE = 300
@@ -37,14 +37,6 @@ StrictValidator = validators.extend(
         "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool)
     ),
 )
-
-
-def key_path(path, root: str = "") -> str:
-    """``('datasets', 'sst', 'train', 'lr')`` → ``datasets.sst.train.lr`` (list positions as ``[i]``)."""
-    key = root
-    for part in path:
-        key += f"[{part}]" if isinstance(part, int) else f"{'.' if key else ''}{part}"
-    return key
 
 
 def schema_error_message(error: ValidationError, root: str = "") -> str:
@@ -239,20 +231,26 @@ class ConfigSources:
             return None
 
     def where(self, key: tuple) -> str | None:
-        """``file:line`` of ``key`` (a path of mapping keys and list positions), ``--config``, or None where no
-        source writes it (a default the schema filled in)."""
-        if key and _lookup(self.command_line, key):
-            return "--config"
-        for path in reversed(self.files):
-            node = _node_at(self._document(path), key) if key else None
-            if node is not None:
-                return f"{path}:{node.start_mark.line + 1}"
+        """``file:line`` of ``key`` (a path of mapping keys and list positions) or ``--config``; where no source
+        writes the key itself (a field a model leaves to its default), the nearest key above it that one writes (the
+        model's entry); None if no source writes any."""
+        for depth in range(len(key), 0, -1):
+            if _lookup(self.command_line, key[:depth]):
+                return "--config"
+            for path in reversed(self.files):
+                node = _node_at(self._document(path), key[:depth])
+                if node is not None:
+                    return f"{path}:{node.start_mark.line + 1}"
         return None
 
     def located(self, key: tuple, message: str) -> str:
         """``message`` prefixed with where ``key`` is written, when a source writes it."""
         where = self.where(key)
         return f"{where}: {message}" if where else message
+
+    def locate(self, err: ConfigKeyError) -> AttnauditError:
+        """``err`` with the file and line its key is written at."""
+        return AttnauditError(self.located(err.key, str(err)))
 
 
 def _lookup(data, key: tuple) -> bool:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from attnaudit import AttnauditError
+from attnaudit import AttnauditError, ConfigKeyError
 
 
 def _umask() -> int:
@@ -262,7 +262,7 @@ def merged_options(where: str, defaults: dict, options: dict | None) -> dict:
     the valid keys (the CLI runs without the workflow's schema)."""
     unknown = sorted(set(options or {}) - set(defaults))
     if unknown:
-        raise AttnauditError(f"{where}.{unknown[0]}: unknown option; expected one of {', '.join(defaults)}")
+        raise ConfigKeyError((*where.split("."), unknown[0]), f"unknown option; expected one of {', '.join(defaults)}")
     return {**defaults, **(options or {})}
 
 
@@ -272,7 +272,7 @@ def resolve_options(stage: str, defaults: dict, options: dict | None) -> dict:
     (``stage.section.key``) and what was expected."""
     unknown = [section for section in options or {} if section not in defaults]
     if unknown:
-        raise AttnauditError(f"{stage}.{unknown[0]}: unknown section; expected one of {', '.join(defaults)}")
+        raise ConfigKeyError((stage, unknown[0]), f"unknown section; expected one of {', '.join(defaults)}")
     return {
         section: merged_options(f"{stage}.{section}", values, (options or {}).get(section))
         for section, values in copy.deepcopy(defaults).items()

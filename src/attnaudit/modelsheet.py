@@ -18,7 +18,7 @@ import json
 import re
 from itertools import product
 
-from attnaudit import AttnauditError
+from attnaudit import AttnauditError, ConfigKeyError
 from attnaudit.io import without_defaults
 
 VARIANT_NAME = r"[a-z0-9][a-z0-9_.]*(?:-[a-z0-9_.]+)*"
@@ -111,17 +111,19 @@ def parse_model_id(model_id: str) -> dict:
     return {"variant": match["variant"], "seed": int(match["seed"])}
 
 
-def grid_variants(grid: dict | list) -> dict[str, dict]:
-    """J&W's grid as sheet entries: each block is the product of its lists, blocks united in order; a variant
-    in several blocks collects their seeds."""
+def grid_variants(grid: dict | list, at: tuple = ("grid",)) -> dict[str, dict]:
+    """J&W's grid (config key ``at``) as sheet entries: each block is the product of its lists, blocks united in
+    order; a variant in several blocks collects their seeds."""
     variants: dict[str, dict] = {}
-    for block in grid if isinstance(grid, list) else [grid]:
+    blocks = enumerate(grid) if isinstance(grid, list) else [(None, grid)]
+    for index, block in blocks:
         block = {**GRID_DEFAULTS, **block}
         for regulariser in block.get("regularisers", ["base"]):
             if regulariser != "base":
-                raise AttnauditError(
-                    f"grid.regularisers: {regulariser!r} — the grid generates J&W's base models only; "
-                    "put regularised variants under models: (the model sheet)"
+                raise ConfigKeyError(
+                    (*at, *([] if index is None else [index]), "regularisers"),
+                    f"{regulariser!r} — the grid generates J&W's base models only; put regularised variants under "
+                    "models: (the model sheet)",
                 )
         for encoder, attention in product(block["encoders"], block["attentions"]):
             entry = variants.setdefault(
@@ -134,23 +136,24 @@ def grid_variants(grid: dict | list) -> dict[str, dict]:
 def sheet(dataset: str, entry: dict) -> dict[str, dict]:
     """Every model of one dataset: ``{model_id: fields}`` with ``variant``, ``seed`` and the variant's fields
     (teachers resolved to model ids), grid entries first, then the sheet's in config order. Checked."""
-    where = f"datasets.{dataset}"
-    variants = grid_variants(entry.get("grid", {}))
+    where = ("datasets", dataset)
+    variants = grid_variants(entry.get("grid", {}), (*where, "grid"))
     for name, fields in (entry.get("models") or {}).items():
         if name in variants:
-            raise AttnauditError(f"{where}.models.{name}: the grid already generates this variant; rename it")
+            raise ConfigKeyError((*where, "models", name), "the grid already generates this variant; rename it")
         variants[name] = dict(fields)
     models: dict[str, dict] = {}
     for name, fields in variants.items():
-        key = f"{where}.models.{name}"
+        key = (*where, "models", name)
         if not re.fullmatch(VARIANT_NAME, name) or re.search(r"-s\d+$", name):
-            raise AttnauditError(
-                f"{key}: a variant name is lower-case letters, digits, '_' and '.', in parts joined by '-', and "
-                "does not end in -s<digits> (the seed suffix), e.g. lstm-additive-tying20"
+            raise ConfigKeyError(
+                key,
+                "a variant name is lower-case letters, digits, '_' and '.', in parts joined by '-', and does not "
+                "end in -s<digits> (the seed suffix), e.g. lstm-additive-tying20",
             )
         seeds = fields.get("seeds", [0])
         if not seeds:
-            raise AttnauditError(f"{key}.seeds: give at least one seed")
+            raise ConfigKeyError((*key, "seeds"), "give at least one seed")
         own = {k: v for k, v in fields.items() if k != "seeds"}
         spec = {**VARIANT_DEFAULTS, **REGULARISER_DEFAULTS.get(own.get("regulariser"), {}), **own}
         check_fields(key, spec, entry)
@@ -160,22 +163,23 @@ def sheet(dataset: str, entry: dict) -> dict[str, dict]:
         for role in ("guide", "teacher"):
             if spec.get(role):
                 spec[role] = resolve_teacher(
-                    f"{where}.models.{spec['variant']}.{role}", spec[role], spec["seed"], models
+                    (*where, "models", spec["variant"], role), spec[role], spec["seed"], models
                 )
     check_acyclic(where, models)
     return models
 
 
-def check_fields(key: str, spec: dict, dataset_entry: dict) -> None:
-    """What the schema cannot say: combinations of fields, checked before anything trains."""
+def check_fields(key: tuple, spec: dict, dataset_entry: dict) -> None:
+    """What the schema cannot say of the variant at config ``key``: combinations of fields, checked before anything
+    trains."""
     regulariser = spec.get("regulariser", "base")
     objective = spec.get("objective", "classify")
     attention = spec.get("attention", "additive")
     encoder = spec.get("encoder", "lstm")
     if regulariser not in REGULARISERS:
-        raise AttnauditError(f"{key}.regulariser: {regulariser!r} is not one of {', '.join(REGULARISERS)}")
+        raise ConfigKeyError((*key, "regulariser"), f"{regulariser!r} is not one of {', '.join(REGULARISERS)}")
     if objective not in OBJECTIVES:
-        raise AttnauditError(f"{key}.objective: {objective!r} is not one of {', '.join(OBJECTIVES)}")
+        raise ConfigKeyError((*key, "objective"), f"{objective!r} is not one of {', '.join(OBJECTIVES)}")
     for field, applies in (
         ("delta", regulariser == "tying"),
         ("eta", regulariser == "mlm"),
@@ -185,44 +189,45 @@ def check_fields(key: str, spec: dict, dataset_entry: dict) -> None:
         if field in spec:
             value = spec[field]
             if not applies:
-                raise AttnauditError(
-                    f"{key}.{field} is set but does not apply to this variant "
-                    f"(regulariser {regulariser}, objective {objective})"
+                raise ConfigKeyError(
+                    (*key, field),
+                    f"set, but it does not apply to this variant (regulariser {regulariser}, objective {objective})",
                 )
             if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-                raise AttnauditError(f"{key}.{field}: expected a non-negative number, got {value!r}")
+                raise ConfigKeyError((*key, field), f"expected a non-negative number, got {value!r}")
     if attention == "guided" and not spec.get("guide"):
-        raise AttnauditError(
-            f"{key}.guide: guided attention reads another model's attention; name that model "
-            "(e.g. guide: lstm-additive-base-s0)"
+        raise ConfigKeyError(
+            (*key, "guide"),
+            "guided attention reads another model's attention; name that model (e.g. guide: lstm-additive-base-s0)",
         )
     if spec.get("guide") and attention != "guided":
-        raise AttnauditError(f"{key}.guide is set but attention is {attention!r}; use attention: guided")
+        raise ConfigKeyError((*key, "guide"), f"set, but attention is {attention!r}; use attention: guided")
     if objective == "imitate" and not spec.get("teacher"):
-        raise AttnauditError(f"{key}.teacher: the imitate objective (W&P §4) needs the model to imitate")
+        raise ConfigKeyError((*key, "teacher"), "the imitate objective (W&P §4) needs the model to imitate")
     if spec.get("teacher") and objective != "imitate":
-        raise AttnauditError(f"{key}.teacher is set but objective is {objective!r}; use objective: imitate")
+        raise ConfigKeyError((*key, "teacher"), f"set, but objective is {objective!r}; use objective: imitate")
     if regulariser in ("concat", *SAME_SIZE) and encoder != "lstm":
-        raise AttnauditError(
-            f"{key}.regulariser: {regulariser} is defined for the BiLSTM encoder (T&Š §3.1), not {encoder}"
+        raise ConfigKeyError(
+            (*key, "regulariser"), f"{regulariser} is defined for the BiLSTM encoder (T&Š §3.1), not {encoder}"
         )
     if regulariser in SAME_SIZE:
         dim = (dataset_entry.get("embeddings") or {}).get("dim", 300)
         hidden = spec.get("lstm_hidden", (dataset_entry.get("train") or {}).get("lstm_hidden", 128))
         if 2 * hidden != dim:  # pretrained vectors too: the dry run checks that the file has embeddings.dim
-            raise AttnauditError(
-                f"{key}.lstm_hidden: {regulariser} compares h_t with the {dim}-d embedding e_t, so the BiLSTM "
-                f"needs lstm_hidden: {dim // 2} per direction (2 × {dim // 2} = {dim}), not {hidden} (T&Š §3.1)"
+            raise ConfigKeyError(
+                (*key, "lstm_hidden"),
+                f"{regulariser} compares h_t with the {dim}-d embedding e_t, so the BiLSTM needs lstm_hidden: "
+                f"{dim // 2} per direction (2 × {dim // 2} = {dim}), not {hidden} (T&Š §3.1)",
             )
 
 
-def resolve_teacher(key: str, name: str, seed: int, models: dict[str, dict]) -> str:
+def resolve_teacher(key: tuple, name: str, seed: int, models: dict[str, dict]) -> str:
     """A teacher named by model id, or by variant (then with the student's seed); it must be in the sheet."""
     candidate = name if MODEL_ID.match(name) and name in models else format_model_id(name, seed)
     if candidate not in models:
         known = sorted({spec["variant"] for spec in models.values()})
-        raise AttnauditError(
-            f"{key}: {name!r} names no model of this dataset (seed {seed}); variants: {', '.join(known)}"
+        raise ConfigKeyError(
+            key, f"{name!r} names no model of this dataset (seed {seed}); variants: {', '.join(known)}"
         )
     return candidate
 
@@ -231,7 +236,7 @@ def teachers_of(spec: dict) -> list[str]:
     return [spec[role] for role in ("guide", "teacher") if spec.get(role)]
 
 
-def check_acyclic(where: str, models: dict[str, dict]) -> None:
+def check_acyclic(where: tuple, models: dict[str, dict]) -> None:
     state: dict[str, int] = {}  # 1 = on the path, 2 = done
 
     def visit(model_id: str, path: list[str]) -> None:
@@ -239,7 +244,7 @@ def check_acyclic(where: str, models: dict[str, dict]) -> None:
             return
         if state.get(model_id) == 1:
             cycle = path[path.index(model_id) :] + [model_id]
-            raise AttnauditError(f"{where}.models: teachers form a cycle: {' → '.join(cycle)}")
+            raise ConfigKeyError((*where, "models"), f"teachers form a cycle: {' → '.join(cycle)}")
         state[model_id] = 1
         for teacher in teachers_of(models[model_id]):
             visit(teacher, [*path, model_id])

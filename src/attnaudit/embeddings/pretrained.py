@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attnaudit import AttnauditError
+from attnaudit import AttnauditError, ConfigKeyError
 from attnaudit.io import sha256_file
 from attnaudit.specials import SPECIALS
 
@@ -63,7 +63,7 @@ def _floats(fields: list[bytes]) -> bool:
     return True
 
 
-def _head(path: Path, where: str) -> bytes:
+def _head(path: Path, at: tuple) -> bytes:
     """The file's first bytes, decompressed as gensim would read them; a zip or an unnamed compression says so."""
     with path.open("rb") as handle:
         magic = handle.read(4)
@@ -71,30 +71,31 @@ def _head(path: Path, where: str) -> bytes:
         with zipfile.ZipFile(path) as archive:
             members = [name for name in archive.namelist() if not name.endswith("/")]
         listed = ", ".join(members[:5]) + (f" and {len(members) - 5} more" if len(members) > 5 else "")
-        raise AttnauditError(f"{where}.pretrained: {path} is a zip archive ({listed}); unzip it and name one file")
+        raise ConfigKeyError((*at, "pretrained"), f"{path} is a zip archive ({listed}); unzip it and name one file")
     if magic.startswith(b"\x1f\x8b") and path.suffix != ".gz":
-        raise AttnauditError(f"{where}.pretrained: {path} is gzip-compressed; name it with the suffix .gz")
+        raise ConfigKeyError((*at, "pretrained"), f"{path} is gzip-compressed; name it with the suffix .gz")
     try:
         with _opened(path) as handle:
             head = handle.read(HEAD_BYTES)
     except (OSError, EOFError, gzip.BadGzipFile) as err:
-        raise AttnauditError(f"{where}.pretrained: {path} cannot be decompressed ({err})") from err
+        raise ConfigKeyError((*at, "pretrained"), f"{path} cannot be decompressed ({err})") from err
     except ImportError as err:  # smart_open reads .zst and .lz4 with packages not installed here
-        raise AttnauditError(
-            f"{where}.pretrained: reading a {path.suffix} file needs a package this installation lacks ({err}); "
-            "decompress it, or compress it as .gz, .bz2 or .xz"
+        raise ConfigKeyError(
+            (*at, "pretrained"),
+            f"reading a {path.suffix} file needs a package this installation lacks ({err}); "
+            "decompress it, or compress it as .gz, .bz2 or .xz",
         ) from err
     return head
 
 
-def vectors_format(path: str | Path, where: str = "embeddings") -> VectorsFormat:
-    """The layout of the vectors file at ``path``, from its first bytes; an error naming ``where`` and the file
-    says what it is when it is no vectors file."""
+def vectors_format(path: str | Path, at: tuple = ("embeddings",)) -> VectorsFormat:
+    """The layout of the vectors file at ``path``, from its first bytes; an error naming the config key ``at`` and the
+    file says what it is when it is no vectors file."""
     path = Path(path)
-    head = _head(path, where)
+    head = _head(path, at)
     if head.startswith(FASTTEXT_MAGIC):  # int32 magic, int32 version, then the training args, dim first
         if len(head) < 12:
-            raise AttnauditError(f"{where}.pretrained: {path} is a fastText model cut short after its magic number")
+            raise ConfigKeyError((*at, "pretrained"), f"{path} is a fastText model cut short after its magic number")
         return VectorsFormat(binary=True, header=True, dim=int.from_bytes(head[8:12], "little"), fasttext_model=True)
     lines = head.split(b"\n")
     first = lines[0].split()
@@ -107,15 +108,17 @@ def vectors_format(path: str | Path, where: str = "embeddings") -> VectorsFormat
         floats = record[record.find(b" ") + 1 :][: 4 * dim]
         if b" " in record and len(floats) == 4 * dim and not all(byte in TEXT_BYTES for byte in floats):
             return VectorsFormat(binary=True, header=True, dim=dim)
-        raise AttnauditError(
-            f"{where}.pretrained: {path} has the word2vec header '{lines[0].decode(errors='replace')}' but its first "
-            f"vector is neither {dim} numbers in text nor {dim} binary floats"
+        raise ConfigKeyError(
+            (*at, "pretrained"),
+            f"{path} has the word2vec header '{lines[0].decode(errors='replace')}' but its first "
+            f"vector is neither {dim} numbers in text nor {dim} binary floats",
         )
     complete = [line.rstrip().split(b" ") for line in lines[:-1][:SAMPLE_LINES]] or [lines[0].rstrip().split(b" ")]
     if any(len(fields) < 2 or not _floats(fields[1:]) for fields in complete[:1]):
-        raise AttnauditError(
-            f"{where}.pretrained: {path} is no vectors file: its first line is neither a word2vec header "
-            "('<words> <dimension>') nor a word followed by numbers (GloVe)"
+        raise ConfigKeyError(
+            (*at, "pretrained"),
+            f"{path} is no vectors file: its first line is neither a word2vec header "
+            "('<words> <dimension>') nor a word followed by numbers (GloVe)",
         )
     sizes = [len(fields) - 1 for fields in complete]
     return VectorsFormat(binary=False, header=False, dim=max(sizes, key=sizes.count))
@@ -133,24 +136,26 @@ def first_words(path: str | Path, n: int = 5) -> str:
     return ", ".join(repr(word.decode("utf-8", "replace")) for word in words)
 
 
-def check_pretrained(path: str, dim: int, binary: bool | None, where: str) -> VectorsFormat:
+def check_pretrained(path: str, dim: int, binary: bool | None, at: tuple = ("embeddings",)) -> VectorsFormat:
     """Before any job runs: the vectors file ``path`` exists, is vectors in a format this reads, has the
     dimension the config asks for, and is binary or text as ``binary`` says (``None``: whatever it is)."""
     file = Path(path)
     if not file.is_file():
-        raise AttnauditError(f"{where}.pretrained: {'is a directory' if file.is_dir() else 'no file'} {path}")
-    layout = vectors_format(file, where)
+        raise ConfigKeyError((*at, "pretrained"), f"{'is a directory' if file.is_dir() else 'no file'} {path}")
+    layout = vectors_format(file, at)
     if layout.fasttext_model and file.suffix in (".gz", ".bz2", ".xz"):
-        raise AttnauditError(
-            f"{where}.pretrained: {path} is a compressed fastText model; decompress it (gunzip), as fastText's "
-            "instructions say: its matrix is read straight from the file"
+        raise ConfigKeyError(
+            (*at, "pretrained"),
+            f"{path} is a compressed fastText model; decompress it (gunzip), as fastText's "
+            "instructions say: its matrix is read straight from the file",
         )
     if layout.dim != dim:
-        raise AttnauditError(f"{where}.dim is {dim} but the vectors in {path} ({layout}) have dimension {layout.dim}")
+        raise ConfigKeyError((*at, "dim"), f"{dim}, but the vectors in {path} ({layout}) have dimension {layout.dim}")
     if binary is not None and binary != layout.binary:
-        raise AttnauditError(
-            f"{where}.binary is {str(binary).lower()} but {path} is {layout}; leave binary out (the file says) "
-            f"or set it to {str(layout.binary).lower()}"
+        raise ConfigKeyError(
+            (*at, "binary"),
+            f"{str(binary).lower()}, but {path} is {layout}; leave binary out (the file says) "
+            f"or set it to {str(layout.binary).lower()}",
         )
     return layout
 
@@ -216,7 +221,7 @@ def load_pretrained(path: str, vocab: dict[str, int], dim: int, binary: bool | N
             f"embeddings.pretrained: {path} changed after the workflow was planned; rerun the same command so that "
             "everything depending on it is redone"
         )
-    layout = check_pretrained(path, dim, binary, "embeddings")
+    layout = check_pretrained(path, dim, binary)
     if layout.fasttext_model:
         return _fasttext_model_vectors(path, vocab), layout
     wanted = {word.encode("utf-8"): word for word in vocab}

@@ -10,7 +10,7 @@ import contextlib
 from functools import cache
 from pathlib import Path
 
-from attnaudit import AttnauditError
+from attnaudit import ConfigKeyError
 
 PACKAGE = Path(__file__).parent
 
@@ -82,14 +82,15 @@ def declared_defaults() -> dict[str, dict]:
     return {name: constructor["defaults"] for name, constructor in _constructors().items()}
 
 
-def check_options(name: str, options: dict, where: str = "importance") -> None:
-    """The method exists and takes these options (its constructor's keyword arguments); a typo names the key."""
+def check_options(name: str, options: dict, at: tuple = ("importance",)) -> None:
+    """The method exists and takes these options (its constructor's keyword arguments); a typo names the config
+    key: ``at`` (the key that names the method) or ``importance.<name>.<option>``."""
     methods = declared_options()
     if name not in methods:
-        raise AttnauditError(f"{where}: unknown importance method {name!r}; registered: {', '.join(sorted(methods))}")
+        raise ConfigKeyError(at, f"unknown importance method {name!r}; registered: {', '.join(sorted(methods))}")
     accepted = methods[name]
     unknown = [key for key in options if key not in accepted]
     if unknown:
-        raise AttnauditError(
-            f"{where}.{name}.{unknown[0]}: not an option of {name}; it takes {', '.join(accepted) or 'none'}"
+        raise ConfigKeyError(
+            ("importance", name, unknown[0]), f"not an option of {name}; it takes {', '.join(accepted) or 'none'}"
         )

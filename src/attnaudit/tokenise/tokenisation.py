@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from attnaudit import AttnauditError
+from attnaudit import AttnauditError, ConfigKeyError
 from attnaudit.io import merged_options, read_parquet, write_json, write_parquet
 from attnaudit.specials import BOS, EOS, SPECIALS
 from attnaudit.writing_systems import UNSPACED_SCRIPTS, script_pattern
@@ -61,23 +61,28 @@ def make_tokenizer(language: str = "en", segmenter: str = "char"):
 
     import spacy
 
-    where = f"tokenise.language {language!r}"
     if not language.isascii() or not language.isalpha() or importlib.util.find_spec(f"spacy.lang.{language}") is None:
-        raise AttnauditError(
-            f"{where}: spaCy has no tokenizer of that language; give its ISO 639-1 code as spaCy names it (en, de, "
-            "fr, zh, ...), or xx for spaCy's multi-language tokenizer"
+        raise ConfigKeyError(
+            ("tokenise", "language"),
+            f"spaCy has no tokenizer of {language!r}; give the language's ISO 639-1 code as spaCy names it (en, de, "
+            "fr, zh, ...), or xx for spaCy's multi-language tokenizer",
         )
     if segmenter != "char" and (language != "zh" or segmenter not in CHINESE_SEGMENTERS):
-        raise AttnauditError(
-            f"tokenise.segmenter {segmenter!r}: a segmenter is chosen for Chinese only (language zh), one of "
-            f"{', '.join(CHINESE_SEGMENTERS)}"
+        raise ConfigKeyError(
+            ("tokenise", "segmenter"),
+            f"{segmenter!r} — a segmenter is chosen for Chinese only (language zh), one of "
+            f"{', '.join(CHINESE_SEGMENTERS)}",
         )
     config = {"nlp": {"tokenizer": {"segmenter": segmenter}}} if language == "zh" else {}
     try:
         return spacy.blank(language, config=config).tokenizer
     except ImportError as err:  # Japanese, Korean, Thai, Vietnamese, Chinese words: a segmenter of their own
-        where += f" (segmenter {segmenter!r})" if segmenter != "char" else ""
-        raise AttnauditError(f"{where}: spaCy's tokenizer of it needs a package that is not installed: {err}") from err
+        key, named = ("segmenter", f"segmenter {segmenter!r}") if segmenter != "char" else ("language", "")
+        raise ConfigKeyError(
+            ("tokenise", key),
+            f"spaCy's tokenizer of {language!r}{f' with {named}' if named else ''} needs a package that is not "
+            f"installed: {err}",
+        ) from err
 
 
 JOINERS = "\u200c\u200d"  # ZWNJ, ZWJ: format characters that are spelling inside words

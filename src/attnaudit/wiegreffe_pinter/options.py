@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from attnaudit import AttnauditError
+from attnaudit import ConfigKeyError
 from attnaudit.io import resolve_options
 
 DEFAULTS: dict = {
@@ -25,12 +25,13 @@ def resolve(options: dict | None) -> dict:
     merged = resolve_options("wiegreffe_pinter", DEFAULTS, options)
     bins = merged["seeds"]["attention_bins"]
     if len(bins) < 2 or any(b <= a for a, b in zip(bins[:-1], bins[1:])) or (bins[0], bins[-1]) != (0, 1):
-        raise AttnauditError(
-            f"wiegreffe_pinter.seeds.attention_bins: {bins} must be increasing edges from 0 to 1 (every "
-            "max attention needs a bin; e.g. [0.0, 0.25, 0.5, 0.75, 1.0])"
+        raise ConfigKeyError(
+            ("wiegreffe_pinter", "seeds", "attention_bins"),
+            f"{bins} must be increasing edges from 0 to 1 (every max attention needs a bin; e.g. "
+            "[0.0, 0.25, 0.5, 0.75, 1.0])",
         )
     if merged["seeds"]["min_seeds"] < 2:
-        raise AttnauditError("wiegreffe_pinter.seeds.min_seeds must be ≥ 2 (a spread needs two seeds)")
+        raise ConfigKeyError(("wiegreffe_pinter", "seeds", "min_seeds"), "must be ≥ 2 (a spread needs two seeds)")
     if merged["uniform"]["spread_k"] < 0:
-        raise AttnauditError("wiegreffe_pinter.uniform.spread_k must be ≥ 0")
+        raise ConfigKeyError(("wiegreffe_pinter", "uniform", "spread_k"), "must be ≥ 0")
     return merged
