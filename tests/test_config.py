@@ -442,6 +442,9 @@ def test_a_key_no_file_writes_is_named_at_the_nearest_key_written(tmp_path):
     assert sources.where(("datasets", "imdb", "grid", "encoders", 2)) == f"{tmp_path / 'base.yaml'}:6"  # merged
     assert sources.where(("seed",)) == "--config"
     assert sources.located(("audits", "chunks"), "config audits.chunks: …") == "config audits.chunks: …"
+    # a JSON file YAML cannot read (a tab) may set any key: no earlier file is named for what it replaced
+    (tmp_path / "experiment.json").write_text('{\n\t"train": {"lr": -1}\n}\n')
+    assert ConfigSources([tmp_path / "base.yaml", tmp_path / "experiment.json"]).where(("train", "lr")) is None
 
 
 def test_the_workflow_names_where_a_config_error_is_written(tmp_path):

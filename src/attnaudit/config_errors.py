@@ -233,12 +233,16 @@ class ConfigSources:
     def where(self, key: tuple) -> str | None:
         """``file:line`` of ``key`` (a path of mapping keys and list positions) or ``--config``; where no source
         writes the key itself (a field a model leaves to its default), the nearest key above it that one writes (the
-        model's entry); None if no source writes any."""
+        model's entry); None if no source writes any, or if a file that could write it has no lines to name (a JSON
+        file YAML cannot read: a file before it would be named for a value the JSON file replaced)."""
         for depth in range(len(key), 0, -1):
             if _lookup(self.command_line, key[:depth]):
                 return "--config"
             for path in reversed(self.files):
-                node = _node_at(self._document(path), key[:depth])
+                document = self._document(path)
+                if document is None:
+                    return None
+                node = _node_at(document, key[:depth])
                 if node is not None:
                     return f"{path}:{node.start_mark.line + 1}"
         return None
