@@ -708,14 +708,15 @@ def wp_roles(dataset):
     base_models = wp_variant_models(dataset, roles["base"], "base")
     base = next((m for m in base_models if variant(dataset, m)["seed"] == WP["base_seed"]), None)
     if base is None:
-        raise ValueError(f"wiegreffe_pinter.base_seed: {roles['base']} has no seed {WP['base_seed']} on {dataset}")
+        raise config_error("wiegreffe_pinter.base_seed", f"{roles['base']} has no seed {WP['base_seed']} on {dataset}")
     seeds = [m for m in base_models if m != base]
     if len(seeds) < WP["seeds"]["min_seeds"]:
-        raise ValueError(
-            f"wiegreffe_pinter: the seed variance on {dataset!r} needs {WP['seeds']['min_seeds']} more seeds of "
-            f"{roles['base']} besides seed {WP['base_seed']} (wiegreffe_pinter.seeds.min_seeds), the model sheet "
-            f"has {len(seeds)} ({', '.join(seeds) or 'none'}): add seeds to the grid or the sheet entry of "
-            f"{roles['base']} on {dataset!r}, or lower min_seeds"
+        raise config_error(
+            "wiegreffe_pinter.seeds.min_seeds",
+            f"the seed variance on {dataset!r} needs {WP['seeds']['min_seeds']} more seeds of "
+            f"{roles['base']} besides seed {WP['base_seed']}, the model sheet has {len(seeds)} "
+            f"({', '.join(seeds) or 'none'}): add seeds to the grid or the sheet entry of {roles['base']} on "
+            f"{dataset!r}, or lower min_seeds",
         )
     uniform = wp_variant_models(dataset, roles["uniform"], "uniform")
     diagnostic = {g: wp_variant_models(dataset, v, f"diagnostic.{g}") for g, v in roles["diagnostic"].items()}
