@@ -445,6 +445,10 @@ def test_a_key_no_file_writes_is_named_at_the_nearest_key_written(tmp_path):
     # a JSON file YAML cannot read (a tab) may set any key: no earlier file is named for what it replaced
     (tmp_path / "experiment.json").write_text('{\n\t"train": {"lr": -1}\n}\n')
     assert ConfigSources([tmp_path / "base.yaml", tmp_path / "experiment.json"]).where(("train", "lr")) is None
+    (tmp_path / "empty.yaml").write_text("# nothing set yet\n")  # an empty file writes nothing, and hides nothing
+    assert (
+        ConfigSources([tmp_path / "base.yaml", tmp_path / "empty.yaml"]).where(("seed",)) == f"{tmp_path}/base.yaml:1"
+    )
 
 
 def test_the_workflow_names_where_a_config_error_is_written(tmp_path):

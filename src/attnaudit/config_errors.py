@@ -220,15 +220,19 @@ class ConfigSources:
     def __init__(self, files, command_line: Mapping | None = None):
         self.files = [Path(f) for f in files]
         self.command_line = command_line or {}
+        self._documents: dict[Path, yaml.Node | None] = {}
 
-    @staticmethod
-    @cache
-    def _document(path: Path):
-        try:
-            with path.open(encoding="utf-8") as stream:
-                return yaml.compose(stream, Loader=yaml.SafeLoader)
-        except (OSError, UnicodeDecodeError, yaml.YAMLError):
-            return None
+    def _document(self, path: Path) -> yaml.Node | None:
+        """The file's YAML node tree (an empty file: an empty mapping), read on first use; None if YAML cannot read
+        it."""
+        if path not in self._documents:
+            try:
+                with path.open(encoding="utf-8") as stream:
+                    node = yaml.compose(stream, Loader=yaml.SafeLoader)
+                self._documents[path] = node or yaml.MappingNode("tag:yaml.org,2002:map", [])
+            except (OSError, UnicodeDecodeError, yaml.YAMLError):
+                self._documents[path] = None
+        return self._documents[path]
 
     def where(self, key: tuple) -> str | None:
         """``file:line`` of ``key`` (a path of mapping keys and list positions) or ``--config``; where no source

@@ -115,13 +115,13 @@ def grid_variants(grid: dict | list, at: tuple = ("grid",)) -> dict[str, dict]:
     """J&W's grid (config key ``at``) as sheet entries: each block is the product of its lists, blocks united in
     order; a variant in several blocks collects their seeds."""
     variants: dict[str, dict] = {}
-    blocks = enumerate(grid) if isinstance(grid, list) else [(None, grid)]
-    for index, block in blocks:
+    blocks = [((*at, i), block) for i, block in enumerate(grid)] if isinstance(grid, list) else [(at, grid)]
+    for block_key, block in blocks:
         block = {**GRID_DEFAULTS, **block}
         for regulariser in block.get("regularisers", ["base"]):
             if regulariser != "base":
                 raise ConfigKeyError(
-                    (*at, *([] if index is None else [index]), "regularisers"),
+                    (*block_key, "regularisers"),
                     f"{regulariser!r} — the grid generates J&W's base models only; put regularised variants under "
                     "models: (the model sheet)",
                 )

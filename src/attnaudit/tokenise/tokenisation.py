@@ -77,11 +77,10 @@ def make_tokenizer(language: str = "en", segmenter: str = "char"):
     try:
         return spacy.blank(language, config=config).tokenizer
     except ImportError as err:  # Japanese, Korean, Thai, Vietnamese, Chinese words: a segmenter of their own
-        key, named = ("segmenter", f"segmenter {segmenter!r}") if segmenter != "char" else ("language", "")
+        with_segmenter = f" with segmenter {segmenter!r}" if segmenter != "char" else ""
         raise ConfigKeyError(
-            ("tokenise", key),
-            f"spaCy's tokenizer of {language!r}{f' with {named}' if named else ''} needs a package that is not "
-            f"installed: {err}",
+            ("tokenise", "segmenter" if with_segmenter else "language"),
+            f"spaCy's tokenizer of {language!r}{with_segmenter} needs a package that is not installed: {err}",
         ) from err
 
 
