@@ -70,13 +70,13 @@ validated_config()
 
 
 @contextlib.contextmanager
-def keys_located():
+def keys_located(root=()):
     """A :class:`ConfigKeyError` raised inside (by the model sheet's checks, ...) names the file and line its key is
-    written at."""
+    written at; a key relative to a block (``tokenise.language``) is taken under ``root`` (``datasets.<name>``)."""
     try:
         yield
     except ConfigKeyError as err:
-        raise CONFIG_SOURCES.locate(err) from None
+        raise config_error((*root, *err.key), err.problem) from None
 
 
 def config_error(key, message):
@@ -347,17 +347,15 @@ def check_datasets():
                 )
         options = {**TOKENISE_DEFAULTS, **tokenise_options(dataset)}
         if (options["language"], options["segmenter"]) != ("en", "char"):
-            try:
+            with keys_located(("datasets", dataset)):
                 make_tokenizer(options["language"], options["segmenter"])
-            except ConfigKeyError as err:
-                raise config_error(("datasets", dataset, *err.key), err.problem) from None
         if corpus in USER_CORPORA:
             check_user_dataset(dataset, corpus, USER_CORPORA[corpus], tokenise_options(dataset), config["seed"])
         vectors = pretrained_vectors(dataset)
         if vectors:
             options = {**VECTOR_DEFAULTS, **DATASETS[dataset].get("embeddings", {})}
-            with keys_located():
-                check_pretrained(vectors, options["dim"], options["binary"], ("datasets", dataset, "embeddings"))
+            with keys_located(("datasets", dataset)):
+                check_pretrained(vectors, options["dim"], options["binary"])
 
 
 check_datasets()

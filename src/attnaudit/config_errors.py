@@ -88,9 +88,7 @@ def check_section(
     (``at``), and with the config's ``sources`` the file and line it is written at."""
     errors = list(StrictValidator(section_schema(schema_file, keys)).iter_errors(data))
     if errors:
-        error = best_match(errors)
-        message = schema_error_message(error, root=key_path(at))
-        raise AttnauditError(sources.located(offending_key(error, data, at), message) if sources else message)
+        raise _schema_error(errors, data, at, sources)
 
 
 def _text_leaves(given, path=()):
@@ -184,9 +182,15 @@ def check_config(config: dict, schema_file: str | Path, sources: ConfigSources |
     With the config's ``sources``, the message starts with the file and line the offending key is written at."""
     errors = list(DefaultFillingValidator(load_schema(schema_file)).iter_errors(config))
     if errors:
-        error = best_match(errors)
-        message = schema_error_message(error)
-        raise AttnauditError(sources.located(offending_key(error, config), message) if sources else message)
+        raise _schema_error(errors, config, sources=sources)
+
+
+def _schema_error(errors, data, at: tuple = (), sources: ConfigSources | None = None) -> AttnauditError:
+    """The most relevant of ``errors`` of ``data`` (the config at key ``at``) in one line, starting with where its key
+    is written when the config's ``sources`` are given."""
+    error = best_match(errors)
+    message = schema_error_message(error, root=key_path(at))
+    return AttnauditError(sources.located(offending_key(error, data, at), message) if sources else message)
 
 
 def offending_key(error: ValidationError, data, root: tuple = ()) -> tuple:

@@ -63,7 +63,7 @@ def _floats(fields: list[bytes]) -> bool:
     return True
 
 
-def _head(path: Path, at: tuple) -> bytes:
+def _head(path: Path) -> bytes:
     """The file's first bytes, decompressed as gensim would read them; a zip or an unnamed compression says so."""
     with path.open("rb") as handle:
         magic = handle.read(4)
@@ -71,31 +71,35 @@ def _head(path: Path, at: tuple) -> bytes:
         with zipfile.ZipFile(path) as archive:
             members = [name for name in archive.namelist() if not name.endswith("/")]
         listed = ", ".join(members[:5]) + (f" and {len(members) - 5} more" if len(members) > 5 else "")
-        raise ConfigKeyError((*at, "pretrained"), f"{path} is a zip archive ({listed}); unzip it and name one file")
+        raise ConfigKeyError(
+            ("embeddings", "pretrained"), f"{path} is a zip archive ({listed}); unzip it and name one file"
+        )
     if magic.startswith(b"\x1f\x8b") and path.suffix != ".gz":
-        raise ConfigKeyError((*at, "pretrained"), f"{path} is gzip-compressed; name it with the suffix .gz")
+        raise ConfigKeyError(("embeddings", "pretrained"), f"{path} is gzip-compressed; name it with the suffix .gz")
     try:
         with _opened(path) as handle:
             head = handle.read(HEAD_BYTES)
     except (OSError, EOFError, gzip.BadGzipFile) as err:
-        raise ConfigKeyError((*at, "pretrained"), f"{path} cannot be decompressed ({err})") from err
+        raise ConfigKeyError(("embeddings", "pretrained"), f"{path} cannot be decompressed ({err})") from err
     except ImportError as err:  # smart_open reads .zst and .lz4 with packages not installed here
         raise ConfigKeyError(
-            (*at, "pretrained"),
+            ("embeddings", "pretrained"),
             f"reading a {path.suffix} file needs a package this installation lacks ({err}); "
             "decompress it, or compress it as .gz, .bz2 or .xz",
         ) from err
     return head
 
 
-def vectors_format(path: str | Path, at: tuple = ("embeddings",)) -> VectorsFormat:
-    """The layout of the vectors file at ``path``, from its first bytes; an error naming the config key ``at`` and the
-    file says what it is when it is no vectors file."""
+def vectors_format(path: str | Path) -> VectorsFormat:
+    """The layout of the vectors file at ``path``, from its first bytes; an error naming ``embeddings.pretrained`` and
+    the file says what it is when it is no vectors file."""
     path = Path(path)
-    head = _head(path, at)
+    head = _head(path)
     if head.startswith(FASTTEXT_MAGIC):  # int32 magic, int32 version, then the training args, dim first
         if len(head) < 12:
-            raise ConfigKeyError((*at, "pretrained"), f"{path} is a fastText model cut short after its magic number")
+            raise ConfigKeyError(
+                ("embeddings", "pretrained"), f"{path} is a fastText model cut short after its magic number"
+            )
         return VectorsFormat(binary=True, header=True, dim=int.from_bytes(head[8:12], "little"), fasttext_model=True)
     lines = head.split(b"\n")
     first = lines[0].split()
@@ -109,14 +113,14 @@ def vectors_format(path: str | Path, at: tuple = ("embeddings",)) -> VectorsForm
         if b" " in record and len(floats) == 4 * dim and not all(byte in TEXT_BYTES for byte in floats):
             return VectorsFormat(binary=True, header=True, dim=dim)
         raise ConfigKeyError(
-            (*at, "pretrained"),
+            ("embeddings", "pretrained"),
             f"{path} has the word2vec header '{lines[0].decode(errors='replace')}' but its first "
             f"vector is neither {dim} numbers in text nor {dim} binary floats",
         )
     complete = [line.rstrip().split(b" ") for line in lines[:-1][:SAMPLE_LINES]] or [lines[0].rstrip().split(b" ")]
     if any(len(fields) < 2 or not _floats(fields[1:]) for fields in complete[:1]):
         raise ConfigKeyError(
-            (*at, "pretrained"),
+            ("embeddings", "pretrained"),
             f"{path} is no vectors file: its first line is neither a word2vec header "
             "('<words> <dimension>') nor a word followed by numbers (GloVe)",
         )
@@ -127,7 +131,7 @@ def vectors_format(path: str | Path, at: tuple = ("embeddings",)) -> VectorsForm
 def first_words(path: str | Path, n: int = 5) -> str:
     """The words of a vectors file's first ``n`` vectors (of a binary file, its first), for a message."""
     layout = vectors_format(path)
-    head = _head(Path(path), "embeddings")
+    head = _head(Path(path))
     body = head.split(b"\n", 1)[1] if layout.header else head
     if layout.binary:
         words = [body[: body.find(b" ")].lstrip(b"\n")]
@@ -136,24 +140,26 @@ def first_words(path: str | Path, n: int = 5) -> str:
     return ", ".join(repr(word.decode("utf-8", "replace")) for word in words)
 
 
-def check_pretrained(path: str, dim: int, binary: bool | None, at: tuple = ("embeddings",)) -> VectorsFormat:
+def check_pretrained(path: str, dim: int, binary: bool | None) -> VectorsFormat:
     """Before any job runs: the vectors file ``path`` exists, is vectors in a format this reads, has the
     dimension the config asks for, and is binary or text as ``binary`` says (``None``: whatever it is)."""
     file = Path(path)
     if not file.is_file():
-        raise ConfigKeyError((*at, "pretrained"), f"{'is a directory' if file.is_dir() else 'no file'} {path}")
-    layout = vectors_format(file, at)
+        raise ConfigKeyError(("embeddings", "pretrained"), f"{'is a directory' if file.is_dir() else 'no file'} {path}")
+    layout = vectors_format(file)
     if layout.fasttext_model and file.suffix in (".gz", ".bz2", ".xz"):
         raise ConfigKeyError(
-            (*at, "pretrained"),
+            ("embeddings", "pretrained"),
             f"{path} is a compressed fastText model; decompress it (gunzip), as fastText's "
             "instructions say: its matrix is read straight from the file",
         )
     if layout.dim != dim:
-        raise ConfigKeyError((*at, "dim"), f"{dim}, but the vectors in {path} ({layout}) have dimension {layout.dim}")
+        raise ConfigKeyError(
+            ("embeddings", "dim"), f"{dim}, but the vectors in {path} ({layout}) have dimension {layout.dim}"
+        )
     if binary is not None and binary != layout.binary:
         raise ConfigKeyError(
-            (*at, "binary"),
+            ("embeddings", "binary"),
             f"{str(binary).lower()}, but {path} is {layout}; leave binary out (the file says) "
             f"or set it to {str(layout.binary).lower()}",
         )
