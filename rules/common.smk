@@ -103,7 +103,8 @@ def dataset_corpus(dataset, entry):
     """The corpus spec ``datasets.<dataset>.corpus`` names; an unknown name stops the dry run naming the key (a
     faulty ``corpora.user`` entry names its own key)."""
     try:
-        return get_spec(entry["corpus"], USER_CORPORA)
+        with keys_located():
+            return get_spec(entry["corpus"], USER_CORPORA)
     except AttnauditError as err:
         if entry["corpus"] in USER_CORPORA:
             raise
@@ -222,11 +223,14 @@ def check_corpus_options():
     """corpora.options: every name a corpus, every key one of its options (a typo would plan the whole study and
     fail in its first job)."""
     for name, options in config["corpora"].get("options", {}).items():
-        try:
-            spec = corpus_spec(name)
-        except AttnauditError as err:
-            raise config_error(f"corpora.options.{name}", err) from None
-        resolved_options(spec, options)
+        with keys_located():
+            try:
+                spec = corpus_spec(name)
+            except ConfigKeyError:  # a faulty corpora.user entry: its own key
+                raise
+            except AttnauditError as err:  # no such corpus
+                raise ConfigKeyError(("corpora", "options", name), str(err)) from None
+            resolved_options(spec, options)
 
 
 check_corpus_options()
@@ -350,7 +354,8 @@ def check_datasets():
             with keys_located(("datasets", dataset)):
                 make_tokenizer(options["language"], options["segmenter"])
         if corpus in USER_CORPORA:
-            check_user_dataset(dataset, corpus, USER_CORPORA[corpus], tokenise_options(dataset), config["seed"])
+            with keys_located():
+                check_user_dataset(dataset, corpus, USER_CORPORA[corpus], tokenise_options(dataset), config["seed"])
         vectors = pretrained_vectors(dataset)
         if vectors:
             options = {**VECTOR_DEFAULTS, **DATASETS[dataset].get("embeddings", {})}

@@ -492,14 +492,18 @@ def test_the_workflow_names_where_a_config_error_is_written(tmp_path):
     assert f"{experiment}:5: config datasets.planted.models.mine.lstm_hidden: tying compares h_t" in said(
         "--configfile", str(experiment), "--replace-workflow-config"
     )
-    # an importance method named in a list, a tokeniser's language, a pretrained vectors file
+    # an importance method named in a list, a tokeniser's language, a pretrained vectors file, a corpus's options,
+    # a user corpus's file
     planted = "datasets:\n  planted:\n    corpus: planted\n"
+    mine = "corpora:\n  user:\n    mine:\n      path: none.csv\n      text_column: text\n      label_column: label\n"
     for written, expected in [
-        ("saliency:\n  methods:\n    - attention\n    - gradients\n", "7: config saliency.methods[1]: unknown"),
-        ("    tokenise: {language: qq}\n", "4: config datasets.planted.tokenise.language: spaCy has no tokenizer"),
-        ("    embeddings:\n      pretrained: none.txt\n", "5: config datasets.planted.embeddings.pretrained: no file"),
+        (planted + "saliency:\n  methods:\n    - attention\n    - gradients\n", "7: config saliency.methods[1]"),
+        (planted + "    tokenise: {language: qq}\n", "4: config datasets.planted.tokenise.language: spaCy has no"),
+        (planted + "    embeddings:\n      pretrained: none.txt\n", "5: config datasets.planted.embeddings.pretrained"),
+        (planted + "corpora:\n  options:\n    planted:\n      n_exampels: 9\n", "7: config corpora.options.planted."),
+        (mine + "datasets:\n  mine: {corpus: mine}\n", "4: config corpora.user.mine.path: file"),
     ]:
-        experiment.write_text(planted + written)
+        experiment.write_text(written)
         assert f"{experiment}:{expected}" in said("--configfile", str(experiment), "--replace-workflow-config")
 
 

@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 from conftest import mirror_dir, required_mirror
 
-from attnaudit import AttnauditError
+from attnaudit import AttnauditError, ConfigKeyError
 from attnaudit.corpora import build_corpus, fetch, get_spec, readers, run
 from attnaudit.corpora.registry import REGISTRY, CorpusFile, CorpusSpec, CorpusTree
 
@@ -223,7 +223,9 @@ def test_planted_options(tmp_path):
     )
     assert len(frame) == 10 and all(len(t.split()) == 3 for t in frame["text"])
     assert manifest["options"]["n_examples"] == 10 and manifest["options"]["vocab_size"] == 500
-    with pytest.raises(AttnauditError, match="n_exampels.*valid options: max_len, max_markers"):
+    with pytest.raises(
+        AttnauditError, match="corpora.options.planted.n_exampels: unknown option; expected one of max_len, max_markers"
+    ):
         build_corpus("planted", raw_dir=tmp_path, options={"n_exampels": 10})
     with pytest.raises(AttnauditError, match="min_len"):
         build_corpus("planted", raw_dir=tmp_path, options={"min_len": 1, "max_markers": 2})
@@ -551,19 +553,26 @@ def test_user_file_with_another_separator_says_which(tmp_path, name, content, fm
 _TABLE = "text,label\nnice film,pos\nbad film,neg\n"
 
 
-@pytest.mark.parametrize(
-    "data, what",
+NOT_TEXT = pytest.mark.parametrize(
+    "data, what, name",
     [
-        (gzip.compress(_TABLE.encode()), "a gzip-compressed file; decompress it"),
-        (bz2.compress(_TABLE.encode()), "a bzip2-compressed file; decompress it"),
-        (lzma.compress(_TABLE.encode()), "an xz-compressed file; decompress it"),
-        (b"PK\x03\x04\x14\x00\x06\x00" + bytes(range(256)), "a zip archive (a spreadsheet's .xlsx is one)"),
-        (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(range(256)), "an old Excel (.xls) workbook"),
+        (gzip.compress(_TABLE.encode()), "a gzip-compressed file; decompress it", "mine.csv.gz"),
+        (bz2.compress(_TABLE.encode()), "a bzip2-compressed file; decompress it", "mine.csv.bz2"),
+        (lzma.compress(_TABLE.encode()), "an xz-compressed file; decompress it", "mine.csv.xz"),
+        (
+            b"PK\x03\x04\x14\x00\x06\x00" + bytes(range(256)),
+            "a zip archive (a spreadsheet's .xlsx is one)",
+            "mine.xlsx",
+        ),
+        (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(range(256)), "an old Excel (.xls) workbook", "mine.xls"),
     ],
     ids=["gzip", "bzip2", "xz", "xlsx", "xls"],
 )
+
+
+@NOT_TEXT
 @pytest.mark.parametrize("encoding", [None, "latin-1"])
-def test_user_file_that_is_no_text_is_named(tmp_path, data, what, encoding):
+def test_user_file_that_is_no_text_is_named(tmp_path, data, what, name, encoding):
     """A compressed file or a spreadsheet stops with what it is, even under an encoding that decodes any bytes."""
     path = tmp_path / "mine.csv"
     path.write_bytes(data)
@@ -571,6 +580,18 @@ def test_user_file_that_is_no_text_is_named(tmp_path, data, what, encoding):
     with pytest.raises(AttnauditError, match="not a text file: its first bytes say it is") as err:
         build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)
     assert what in str(err.value) and str(path) in str(err.value)
+
+
+@NOT_TEXT
+def test_a_user_file_named_as_no_text_is_named_for_what_it_is(tmp_path, data, what, name):
+    """Under its own name (``mine.csv.gz``, ``mine.xlsx``: no format's suffix) the entry is checked before any job
+    runs: what the file is, not a format to set (``format: csv`` would only lead to the same file's bytes)."""
+    path = tmp_path / name
+    path.write_bytes(data)
+    with pytest.raises(ConfigKeyError) as err:
+        get_spec("mine", {"mine": {"path": str(path), "text_column": "text", "label_column": "label"}})
+    assert err.value.key == ("corpora", "user", "mine", "path"), err.value.key
+    assert str(err.value).startswith(f"config corpora.user.mine.path: {path} is {what}"), str(err.value)
 
 
 def test_user_utf16_file_names_the_encoding_that_reads_it(tmp_path):
@@ -767,7 +788,7 @@ def test_user_integer_labels_written_as_floats_are_the_same_class(tmp_path):
 def test_user_config_errors(tmp_path):
     cfg = _user(tmp_path, "c.csv", "text,label\na,1\n")
     cfg["mine"]["text_colum"] = "x"
-    with pytest.raises(AttnauditError, match=r"corpora.user.mine: unknown key\(s\) \['text_colum'\]"):
+    with pytest.raises(AttnauditError, match=r"config corpora.user.mine.text_colum: unknown key; expected one of"):
         get_spec("mine", cfg)
     with pytest.raises(AttnauditError, match="corpora.user.mine.path"):
         build_corpus(
@@ -786,7 +807,10 @@ def test_user_config_errors(tmp_path):
     with pytest.raises(AttnauditError, match=r"c.csv:1: the header has no column 'label' \(corpora.user.mine.label_"):
         build_corpus("mine", raw_dir=tmp_path, user_corpora=missing_column)
     bad_names = _user(tmp_path, "c.csv", "text,label\na,1\n", label_names=["a", "a"])
-    with pytest.raises(AttnauditError, match=r"corpora.user.mine.label_names must be a non-empty list"):
+    with pytest.raises(
+        AttnauditError,
+        match=r"config corpora.user.mine.label_names: \['a', 'a'\]; expected a non-empty list of distinct",
+    ):
         build_corpus("mine", raw_dir=tmp_path, user_corpora=bad_names)
 
 

@@ -96,16 +96,16 @@ def test_user_corpus_file_and_format_named(tmp_path):
 @pytest.mark.parametrize(
     "entry,expected",
     [
-        ({"label_column": "text"}, "text_column and label_column both name the column 'text'"),
-        ({"split_column": "label"}, "label_column and split_column both name the column 'label'"),
-        ({"id_column": "text"}, "text_column and id_column both name the column 'text'"),
+        ({"label_column": "text"}, "label_column: 'text', the column text_column names too"),
+        ({"split_column": "label"}, "split_column: 'label', the column label_column names too"),
+        ({"id_column": "text"}, "id_column: 'text', the column text_column names too"),
     ],
 )
 def test_two_options_naming_one_column_stop_the_dry_run(tmp_path, entry, expected):
     """A text read as its label would train one class per document: the entry's own key is named, not the
     dataset's ``corpus`` (which names a corpus that exists)."""
     output = said(dry_run(tmp_path, user_config(write_corpus(tmp_path / "mine.csv", ["pos", "neg"] * 20), **entry)))
-    assert f"corpora.user.mine: {expected}" in output and "datasets.mine.corpus" not in output, output[-3000:]
+    assert f"config corpora.user.mine.{expected}" in output and "datasets.mine.corpus" not in output, output[-3000:]
 
 
 def test_a_label_column_of_free_text_says_so_in_a_message_of_bounded_length(tmp_path):
@@ -132,7 +132,10 @@ def test_a_user_corpus_in_chinese_needs_its_language_named(tmp_path):
     ).to_csv(corpus, index=False)
     cfg = user_config(corpus)
     output = said(dry_run(tmp_path, cfg))
-    assert "datasets.mine.tokenise.language is en (the default)" in output and "100% Han" in output, output[-3000:]
+    written = (tmp_path / "config.yaml").read_text().splitlines()  # language left out: named at the dataset's entry
+    entry_line = written.index("  mine:", written.index("datasets:")) + 1
+    said_language = f"{tmp_path / 'config.yaml'}:{entry_line}: config datasets.mine.tokenise.language: en (the default)"
+    assert said_language in output and "is 100% Han letters" in output, output[-3000:]
     for tokenise in ({"language": "zh"}, {"language": "zh", "segmenter": "jieba"}, {"language": "xx"}):
         cfg["datasets"]["mine"]["tokenise"] = tokenise
         assert dry_run(tmp_path, cfg).returncode == 0, tokenise

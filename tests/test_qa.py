@@ -686,7 +686,9 @@ def test_a_user_qa_corpus_is_the_builtin_babi_it_was_written_from(tmp_path):
     path.with_suffix(".jsonl").write_text("".join(json.dumps(record) + "\n" for record in records))
     with pytest.raises(AttnauditError, match=r"babi1.jsonl:6: column 'question' must be text, found int"):
         readers.read_user("mine", {**entry, "path": str(path.with_suffix(".jsonl"))})
-    with pytest.raises(AttnauditError, match="text_column and query_column both name the column 'story'"):
+    with pytest.raises(
+        AttnauditError, match="corpora.user.mine.query_column: 'story', the column text_column names too"
+    ):
         user_spec("mine", {**entry, "query_column": "story"})
     with pytest.raises(AttnauditError, match=r"has no column 'hypothesis' \(corpora.user.mine.query_column"):
         readers.read_user("mine", {**entry, "query_column": "hypothesis"})

@@ -103,11 +103,14 @@ def test_a_corpus_in_a_script_without_spaces_needs_its_language(texts, stops):
     key and the script; English with a few Chinese letters, or other spaced scripts, does not."""
     shares = unspaced_script_shares(pd.Series(texts), seed=0)
     assert all(0 < share <= 1 for share in shares.values()), shares  # of the letters: Thai's vowel signs are none
-    check = lambda: check_spaced_script(pd.Series(texts * 3), "datasets.mine", "datasets.mine.tokenise.language", 0)
+    key = ("datasets", "mine", "tokenise", "language")
+    check = lambda: check_spaced_script(pd.Series(texts * 3), "datasets.mine", key, 0)
     if stops is None:
         check()
     else:
-        with pytest.raises(AttnauditError, match=rf"letters are \d+% {stops}.*datasets.mine.tokenise.language is en"):
+        with pytest.raises(
+            AttnauditError, match=rf"config datasets.mine.tokenise.language: en \(the default\).* is \d+% {stops}"
+        ):
             check()
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from attnaudit import AttnauditError, __version__
+from attnaudit import AttnauditError, ConfigKeyError, __version__
 from attnaudit.corpora.fetch import fetch_corpus
 from attnaudit.corpora.registry import CorpusSpec, get_spec
 from attnaudit.io import write_json, write_parquet
@@ -27,12 +27,10 @@ def resolved_options(spec: CorpusSpec, options: dict | None) -> dict:
     """The spec's option defaults updated with ``options`` (``corpora.options.<name>``); unknown keys are rejected
     (the workflow calls this before any job runs)."""
     options = dict(options or {})
-    unknown = set(options) - set(spec.options)
+    unknown = sorted(set(options) - set(spec.options))
     if unknown:
-        valid = ", ".join(sorted(spec.options)) or "none"
-        raise AttnauditError(
-            f"corpora.options.{spec.name}: unknown option(s) {sorted(unknown)}; valid options: {valid}"
-        )
+        expected = f"expected one of {', '.join(sorted(spec.options))}" if spec.options else f"{spec.name} has none"
+        raise ConfigKeyError(("corpora", "options", spec.name, unknown[0]), f"unknown option; {expected}")
     return {**spec.options, **options}
 
 

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from attnaudit import AttnauditError
+from attnaudit import AttnauditError, ConfigKeyError, key_path
 from attnaudit.io import sha256_file
 from attnaudit.tokenise.tokenisation import JOINERS, clean_text
 
@@ -202,6 +202,17 @@ _NOT_TEXT = (
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 
+def _not_text(file: bytes | Path) -> str | None:
+    """What a file (its bytes, or its path) whose first bytes are no text in any encoding is, and what to do."""
+    if isinstance(file, Path):
+        try:
+            with file.open("rb") as handle:
+                file = handle.read(8)
+        except OSError:  # no file: said where it is read
+            return None
+    return next((advice for magic, advice in _NOT_TEXT if file.startswith(magic)), None)
+
+
 def utf16_byte_order(data: bytes) -> str | None:
     """``"le"`` or ``"be"`` when every other one of the first 64 bytes is NUL (Latin text in UTF-16 without a
     byte-order mark), else None."""
@@ -233,7 +244,7 @@ def decode_file(path: Path, encoding: str = "utf-8") -> str:
     A file read as UTF-16 in the wrong byte order, or one that is no UTF-16 at all, decodes into one line of CJK
     characters: that is named too, with the encoding that reads it."""
     data = path.read_bytes()
-    what = next((advice for magic, advice in _NOT_TEXT if data.startswith(magic)), None)
+    what = _not_text(data)
     if what:
         raise AttnauditError(f"{path}: not a text file: its first bytes say it is {what}")
     normalised = encoding.lower().replace("_", "-")
@@ -556,20 +567,20 @@ def checked_label(label: Any, at: str, column: str, label_names: list | None) ->
 
 
 def _label_mapping(
-    values: list[Any], label_names: list[str] | None, where: list[str], key: str = "label_names"
+    values: list[Any], label_names: list[str] | None, where: list[str], names_key: tuple = ("label_names",)
 ) -> tuple[list[str], list[int]]:
     """Map raw labels to 0..C-1: via ``label_names`` (a name, or an integer index), else sorted unique values
     (numerically when all are integers)."""
+    key = key_path(names_key)
     if label_names is not None:
         names = [str(n) for n in label_names]
         if len(set(names)) != len(names) or not names:
-            raise AttnauditError(f"{key} must be a non-empty list of distinct names, got {label_names!r}")
+            raise ConfigKeyError(names_key, f"{label_names!r}; expected a non-empty list of distinct names")
         index = {n: i for i, n in enumerate(names)}
         ids = []
         for value, at in zip(values, where):
-            key = str(value)
-            if key in index:
-                ids.append(index[key])
+            if str(value) in index:
+                ids.append(index[str(value)])
             elif _as_int(value) is not None and 0 <= _as_int(value) < len(names):
                 ids.append(_as_int(value))
             else:
@@ -647,14 +658,19 @@ def _format_of_suffix(path: str) -> str | None:
 
 def user_format(name: str, config: dict) -> str:
     """``format`` if given, else from the file name (.csv, .tsv, .jsonl/.json)."""
-    if Path(config["path"]).expanduser().is_dir():
-        raise AttnauditError(
-            f"corpora.user.{name}.path: {config['path']} is a directory; expected a CSV, TSV or JSONL file"
+    path = Path(config["path"]).expanduser()
+    if path.is_dir():
+        raise ConfigKeyError(
+            ("corpora", "user", name, "path"), f"{config['path']} is a directory; expected a CSV, TSV or JSONL file"
         )
     fmt = config.get("format") or _format_of_suffix(config["path"])
     if fmt not in ("csv", "tsv", "jsonl"):
-        raise AttnauditError(
-            f"corpora.user.{name}.format: cannot tell the format of {config['path']}; set format: csv, tsv or jsonl"
+        what = _not_text(path)  # a name without a format's suffix: data.csv.gz, a workbook
+        raise ConfigKeyError(
+            ("corpora", "user", name, "path" if what else "format"),
+            f"{config['path']} is {what}"
+            if what
+            else f"cannot tell the format of {config['path']}; set format: csv, tsv or jsonl",
         )
     return fmt
 
@@ -724,9 +740,9 @@ def distinct_columns(name: str, config: dict) -> None:
         if column is None:
             continue
         if column in named:
-            raise AttnauditError(
-                f"corpora.user.{name}: {named[column]} and {option} both name the column {column!r}; each names a "
-                "column of its own"
+            raise ConfigKeyError(
+                ("corpora", "user", name, option),
+                f"{column!r}, the column {named[column]} names too; each names a column of its own",
             )
         named[column] = option
 
@@ -737,11 +753,14 @@ def answers_from_passage(name: str, config: dict) -> bool:
     if config.get("candidates") in (None, "all"):
         return False
     if config.get("candidates") != "passage":
-        raise AttnauditError(f"corpora.user.{name}.candidates: {config['candidates']!r}; expected all or passage")
+        raise ConfigKeyError(
+            ("corpora", "user", name, "candidates"), f"{config['candidates']!r}; expected all or passage"
+        )
     if not config.get("query_column"):
-        raise AttnauditError(
-            f"corpora.user.{name}.candidates: passage masks a QA model's answers to the words of its passage; "
-            "it needs query_column (the question beside the passage in text_column)"
+        raise ConfigKeyError(
+            ("corpora", "user", name, "candidates"),
+            "passage masks a QA model's answers to the words of its passage; it needs query_column (the question "
+            "beside the passage in text_column)",
         )
     return True
 
@@ -761,9 +780,9 @@ def read_user(name: str, config: dict) -> tuple[pd.DataFrame, dict]:
     path = Path(config["path"]).expanduser()
     fmt, encoding = user_format(name, config), config.get("encoding") or "utf-8"  # a directory stops here
     if not path.is_file():
-        raise AttnauditError(
-            f"corpora.user.{name}.path: file {path} does not exist (relative paths are relative to the working "
-            f"directory, {Path.cwd()})"
+        raise ConfigKeyError(
+            ("corpora", "user", name, "path"),
+            f"file {path} does not exist (relative paths are relative to the working directory, {Path.cwd()})",
         )
     text_col, label_col, query_col = config["text_column"], config["label_column"], config.get("query_column")
     split_col, id_col = config.get("split_column"), config.get("id_column")
@@ -813,7 +832,9 @@ def read_user(name: str, config: dict) -> tuple[pd.DataFrame, dict]:
     if len(set(ids)) != len(ids):
         dupes = sorted(pd.Series(ids)[pd.Series(ids).duplicated()].unique())[:5]
         raise AttnauditError(f"{path}: id_column {id_col!r} has duplicate ids, e.g. {dupes}")
-    label_names, labels = _label_mapping(values, config.get("label_names"), where, f"corpora.user.{name}.label_names")
+    label_names, labels = _label_mapping(
+        values, config.get("label_names"), where, ("corpora", "user", name, "label_names")
+    )
     rows = [{"id": i, "split": s, "label": lab, "text": t} for i, s, lab, t in zip(ids, splits, labels, texts)]
     if query_col is None:
         frame = _frame(rows)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from attnaudit import AttnauditError
+from attnaudit import AttnauditError, ConfigKeyError
 from attnaudit.corpora import readers
 
 
@@ -323,28 +323,25 @@ REGISTRY.update(
 
 def user_spec(name: str, config: Any) -> CorpusSpec:
     """A CorpusSpec for a user's own CSV/TSV/JSONL corpus declared in config (``corpora.user.<name>``)."""
+    key = ("corpora", "user", name)
     if name in REGISTRY:
-        raise AttnauditError(f"corpora.user.{name}: the name collides with a built-in corpus; rename it")
+        raise ConfigKeyError(key, "the name collides with a built-in corpus; rename it")
     if not isinstance(config, dict):
-        raise AttnauditError(f"corpora.user.{name}: expected a mapping with keys {sorted(readers.USER_KEYS)}")
-    unknown = set(config) - readers.USER_KEYS
+        raise ConfigKeyError(key, f"expected a mapping with keys {sorted(readers.USER_KEYS)}")
+    unknown = sorted(set(config) - readers.USER_KEYS)
     if unknown:
-        raise AttnauditError(
-            f"corpora.user.{name}: unknown key(s) {sorted(unknown)}; valid keys are {sorted(readers.USER_KEYS)}"
-        )
+        raise ConfigKeyError((*key, unknown[0]), f"unknown key; expected one of {', '.join(sorted(readers.USER_KEYS))}")
     missing = [k for k in readers.USER_REQUIRED if not config.get(k)]
     if missing:
-        raise AttnauditError(f"corpora.user.{name}: missing required key(s) {missing}")
+        raise ConfigKeyError(key, f"missing required key(s) {missing}")
     readers.user_format(name, config)
     readers.distinct_columns(name, config)
     readers.answers_from_passage(name, config)
     extra = config.get("defaults") or {}
     base = _defaults(1, dev_fraction=0.2, test_fraction=0.2)
-    if set(extra) - set(base):
-        raise AttnauditError(
-            f"corpora.user.{name}.defaults: unknown key(s) {sorted(set(extra) - set(base))}; "
-            f"valid keys are {sorted(base)}"
-        )
+    unknown = sorted(set(extra) - set(base))
+    if unknown:
+        raise ConfigKeyError((*key, "defaults", unknown[0]), f"unknown key; expected one of {', '.join(sorted(base))}")
     return CorpusSpec(
         name=name,
         description=config.get("description") or f"user corpus {config['path']}",

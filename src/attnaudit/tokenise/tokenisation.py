@@ -467,19 +467,20 @@ def unspaced_script_shares(texts: pd.Series, seed: int, sample: int = 2000) -> d
     return shares
 
 
-def check_spaced_script(texts: pd.Series, where: str, key: str, seed: int) -> None:
-    """Stop if most letters of ``texts`` are of scripts written without spaces between words (Chinese, Japanese,
-    Thai, ...): the English tokenizer splits at spaces and punctuation only, so a clause would be one token and
-    the audits would rank clauses, not words."""
+def check_spaced_script(texts: pd.Series, where: str, key: tuple, seed: int) -> None:
+    """Stop if most letters of ``texts`` (of ``where``) are of scripts written without spaces between words (Chinese,
+    Japanese, Thai, ...) and ``key`` (a dataset's ``tokenise.language``) is left to en: the English tokenizer splits at
+    spaces and punctuation only, so a clause would be one token and the audits would rank clauses, not words."""
     shares = unspaced_script_shares(texts, seed)
     if sum(shares.values()) >= 0.5:
         found = ", ".join(f"{share:.0%} {script}" for script, share in sorted(shares.items(), key=lambda kv: -kv[1]))
-        raise AttnauditError(
-            f"{where}: the text's letters are {found}, a script written without spaces between words, and {key} "
-            "is en (the default), whose tokenizer splits at spaces and punctuation only: a clause would be one "
-            f"token. Set {key} to the corpus's language as spaCy names it (zh: a token per character, or per word "
-            "with tokenise.segmenter: jieba; ja, th: spaCy's tokenizers of them need SudachiPy or PyThaiNLP "
-            "installed), or xx to split at spaces and punctuation anyway"
+        raise ConfigKeyError(
+            key,
+            f"en (the default), whose tokenizer splits at spaces and punctuation only; but the text of {where} is "
+            f"{found} letters, a script written without spaces between words, so a clause would be one token. Set "
+            "it to the corpus's language as spaCy names it (zh: a token per character, or per word with "
+            "tokenise.segmenter: jieba; ja, th: spaCy's tokenizers of them need SudachiPy or PyThaiNLP installed), "
+            "or xx to split at spaces and punctuation anyway",
         )
 
 
@@ -514,7 +515,7 @@ def check_user_dataset(dataset: str, corpus: str, entry: dict, options: dict, se
         blank |= empty
     documents = documents[~blank]  # the tokeniser drops documents (and queries) without tokens
     if options["language"] == "en":
-        check_spaced_script(documents["text"], where, f"datasets.{dataset}.tokenise.language", seed)
+        check_spaced_script(documents["text"], where, ("datasets", dataset, "tokenise", "language"), seed)
     tokenize = tokenizer_of(options)
     if "answer" in documents.columns:  # candidates: passage; whether each answer is in its passage: the job's
         answer_tokens(documents, tokenize, where)
