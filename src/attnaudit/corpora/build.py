@@ -29,7 +29,9 @@ def resolved_options(spec: CorpusSpec, options: dict | None) -> dict:
     options = dict(options or {})
     unknown = sorted(set(options) - set(spec.options))
     if unknown:
-        expected = f"expected one of {', '.join(sorted(spec.options))}" if spec.options else f"{spec.name} has none"
+        expected = (
+            f"expected one of {', '.join(sorted(spec.options))}" if spec.options else f"corpus {spec.name} takes none"
+        )
         raise ConfigKeyError(("corpora", "options", spec.name, unknown[0]), f"unknown option; {expected}")
     return {**spec.options, **options}
 
