@@ -102,10 +102,13 @@ def test_user_corpus_file_and_format_named(tmp_path):
     ],
 )
 def test_two_options_naming_one_column_stop_the_dry_run(tmp_path, entry, expected):
-    """A text read as its label would train one class per document: the entry's own key is named, not the
-    dataset's ``corpus`` (which names a corpus that exists)."""
+    """A text read as its label would train one class per document: the entry's own key is named, at its line, not
+    the dataset's ``corpus`` (which names a corpus that exists)."""
     output = said(dry_run(tmp_path, user_config(write_corpus(tmp_path / "mine.csv", ["pos", "neg"] * 20), **entry)))
-    assert f"config corpora.user.mine.{expected}" in output and "datasets.mine.corpus" not in output, output[-3000:]
+    written = (tmp_path / "config.yaml").read_text().splitlines()
+    line = written.index(f"      {next(iter(entry))}: {next(iter(entry.values()))}") + 1
+    said_key = f"{tmp_path / 'config.yaml'}:{line}: config corpora.user.mine.{expected}"
+    assert said_key in output and "datasets.mine.corpus" not in output, output[-3000:]
 
 
 def test_a_label_column_of_free_text_says_so_in_a_message_of_bounded_length(tmp_path):
