@@ -198,7 +198,10 @@ def test_grid_blocks_are_united(tmp_path):
         ({**BASE, "audits": {"chunks_per_dataset": {"Planted": 2}}}, "chunks_per_dataset: ['Planted'] not under"),
         ({"datasets": {"planted": {"corpus": "planted", "grid": {"seeds": [1, 1]}}}}, "[1, 1] has non-unique"),
         # corpus options, before the corpus job (which would fail only after the whole study was planned)
-        ({**BASE, "corpora": {"options": {"planted": {"n_exampls": 5}}}}, "corpora.options.planted.n_exampls: unknown option"),
+        (
+            {**BASE, "corpora": {"options": {"planted": {"n_exampls": 5}}}},
+            "corpora.options.planted.n_exampls: unknown option",
+        ),
         ({**BASE, "corpora": {"options": {"plantd": {}}}}, "corpora.options.plantd: unknown corpus 'plantd'"),
         ({"datasets": {"mine": {"corpus": "mine"}}}, "config datasets.mine.corpus: unknown corpus 'mine'; valid names"),
         # a dataset's J&W overrides are checked like the global block
