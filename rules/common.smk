@@ -197,12 +197,19 @@ def warn_unselected(key, patterns, seeds, datasets):
         print(f"attnaudit: warning: config {key}: {unmatched} select no model of {datasets}", file=sys.stderr)
 
 
-def check_stage_selects(key, selection, datasets, models_of):
-    """Every dataset a stage is asked to run on has models for it: else its tables would be empty."""
+def check_stage_selects(stage, selection, datasets, models_of):
+    """Every dataset a stage is asked to run on has models for it: else its tables would be empty. Named by the
+    selection's key when one is given (``saliency.seeds: [7]``), else by the stage's."""
     empty = [d for d in datasets if not models_of(d)]
     if empty:
         variants = sorted({variant(d, m)["variant"] for d in empty for m in model_ids(d)})
-        raise config_error(key, f"{selection} select no model with learned attention on {empty} (variants: {variants})")
+        found = f"no model with learned attention on {empty} (variants: {variants})"
+        given = {key: value for key, value in selection.items() if value is not None}
+        if len(given) == 1:
+            [(key, value)] = given.items()
+            raise config_error((stage, key), f"{value} select {found}")
+        chosen = " and ".join(f"{key} {value}" for key, value in given.items())
+        raise config_error((stage,), f"{chosen} select {found}" if chosen else f"selects {found}")
 
 
 # -- data ---------------------------------------------------------------------------------------------------------
