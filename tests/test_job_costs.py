@@ -8,6 +8,7 @@ import resource
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from pytest import approx
@@ -177,6 +178,26 @@ def test_the_usage_line_says_what_the_process_used(tmp_path):
     assert read_usage(tmp_path / "absent.log") is None
     log.write_text("attnaudit tokenise: error: killed before its last line\n")
     assert read_usage(log) is None
+
+
+LARGE_LAUNCHER = """
+import subprocess, sys
+block = bytearray(600 << 20)  # 600 MB, touched, held while the child runs
+for i in range(0, len(block), 4096):
+    block[i] = 1
+child = "from attnaudit.process_usage import usage_line; print(usage_line())"
+subprocess.run([sys.executable, "-c", child], check=True)  # exec'd straight from this process's memory map
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="the high-water mark of the process's own map")
+def test_the_peak_rss_is_the_processs_own_not_its_launchers(tmp_path):
+    """A small process started straight from a large one (``subprocess.run``, as a user may call ``python -m
+    attnaudit``) says its own peak: ``ru_maxrss`` alone said the launcher's 600 MB."""
+    log = tmp_path / "job.log"
+    log.write_text(subprocess.run([sys.executable, "-c", LARGE_LAUNCHER], capture_output=True, text=True).stdout)
+    usage = read_usage(log)
+    assert usage is not None and usage["peak_rss_mb"] < 200, log.read_text()  # an interpreter and the package
 
 
 def test_a_jobs_cpu_and_peak_memory_come_from_its_log_where_the_benchmark_only_sampled_them(tmp_path):

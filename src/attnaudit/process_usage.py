@@ -4,7 +4,8 @@ Snakemake's ``benchmark:`` files sample a job's CPU time: every 0.5 s for its fi
 what the job uses after its last sample is never counted. In the default study every job of 15–45 s wall is
 recorded at about 15 CPU s (a faithfulness job of 38 s at 15.2), and the rules' ``cpu_time`` sums come to 2,570 CPU s
 against 3,507 job-seconds on two busy cores. The process itself knows exactly:
-``getrusage`` (user + system time of every thread, and of any child it waited for) and its peak RSS, and its wall
+``getrusage`` (user + system time of every thread, and of any child it waited for), its peak RSS (its own memory
+map's, :func:`own_peak_rss_mb`), and its wall
 time from its creation, start-up and imports included. Every ``python -m attnaudit`` command logs that at exit
 (:func:`usage_line`), and :func:`read_usage` finds it in a log.
 """
@@ -38,12 +39,25 @@ def process_age() -> float:
         return time.time() - psutil.Process().create_time()
 
 
+def own_peak_rss_mb(own: resource.struct_rusage) -> float:
+    """This process's peak resident set. On Linux the high-water mark of its own memory map (``VmHWM``): ``getrusage``'s
+    ``ru_maxrss`` also keeps that of the map the process replaced at ``exec``, its launcher's when the launcher
+    execs it directly (``subprocess.run``, ``bash -c`` with one command and no redirection), so a 13 MB child of a
+    600 MB parent said 613 MB."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024  # kB
+    except (OSError, StopIteration, ValueError):  # no procfs (macOS)
+        return own.ru_maxrss / (1 << 20 if sys.platform == "darwin" else 1 << 10)  # bytes : KiB
+
+
 def usage_line() -> str:
     """``process usage: wall W s, CPU C s (user U, system S), peak RSS R MB`` of this process so far (its children
     that have ended included)."""
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     user, system = own.ru_utime + children.ru_utime, own.ru_stime + children.ru_stime
-    peak = max(own.ru_maxrss, children.ru_maxrss) / (1 << 20 if sys.platform == "darwin" else 1 << 10)  # bytes : KiB
+    # a child's ru_maxrss may carry this process's map at the child's start: never above this process's own peak
+    peak = max(own_peak_rss_mb(own), children.ru_maxrss / (1 << 20 if sys.platform == "darwin" else 1 << 10))
     return (
         f"{PREFIX} wall {process_age():.2f} s, CPU {user + system:.2f} s (user {user:.2f}, system {system:.2f}), "
         f"peak RSS {peak:.0f} MB"
