@@ -39,6 +39,10 @@ def process_age() -> float:
         return time.time() - psutil.Process().create_time()
 
 
+#: ``ru_maxrss`` is in bytes on macOS, KiB on Linux
+MAXRSS_PER_MB = 1 << 20 if sys.platform == "darwin" else 1 << 10
+
+
 def own_peak_rss_mb(own: resource.struct_rusage) -> float:
     """This process's peak resident set. On Linux the high-water mark of its own memory map (``VmHWM``): ``getrusage``'s
     ``ru_maxrss`` also keeps that of the map the process replaced at ``exec``, its launcher's when the launcher
@@ -48,7 +52,7 @@ def own_peak_rss_mb(own: resource.struct_rusage) -> float:
         with open("/proc/self/status", encoding="ascii") as status:
             return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024  # kB
     except (OSError, StopIteration, ValueError):  # no procfs (macOS)
-        return own.ru_maxrss / (1 << 20 if sys.platform == "darwin" else 1 << 10)  # bytes : KiB
+        return own.ru_maxrss / MAXRSS_PER_MB
 
 
 def usage_line() -> str:
@@ -57,7 +61,7 @@ def usage_line() -> str:
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     user, system = own.ru_utime + children.ru_utime, own.ru_stime + children.ru_stime
     # a child's ru_maxrss may carry this process's map at the child's start: never above this process's own peak
-    peak = max(own_peak_rss_mb(own), children.ru_maxrss / (1 << 20 if sys.platform == "darwin" else 1 << 10))
+    peak = max(own_peak_rss_mb(own), children.ru_maxrss / MAXRSS_PER_MB)
     return (
         f"{PREFIX} wall {process_age():.2f} s, CPU {user + system:.2f} s (user {user:.2f}, system {system:.2f}), "
         f"peak RSS {peak:.0f} MB"
