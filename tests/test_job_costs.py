@@ -190,7 +190,10 @@ subprocess.run([sys.executable, "-c", child], check=True)  # exec'd straight fro
 """
 
 
-@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="the high-water mark of the process's own map")
+@pytest.mark.skipif(
+    not Path("/proc/self/status").exists(),
+    reason="no procfs (macOS): ru_maxrss, which keeps the launcher's peak, is all a process can read of its own",
+)
 def test_the_peak_rss_is_the_processs_own_not_its_launchers(tmp_path):
     """A small process started straight from a large one (``subprocess.run``, as a user may call ``python -m
     attnaudit``) says its own peak: ``ru_maxrss`` alone said the launcher's 600 MB."""

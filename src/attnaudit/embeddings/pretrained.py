@@ -32,6 +32,8 @@ FASTTEXT_MAGIC = (793712314).to_bytes(4, "little")
 HEAD_BYTES = 1 << 16  # enough for a header and a 300-d first vector in either format
 SAMPLE_LINES = 10  # GloVe: its dimension is the most common count of numbers on these lines (a tie: the first's)
 TEXT_BYTES = frozenset(range(0x20, 0x7F)) | {0x09, 0x0A, 0x0D}  # what text vectors are written in
+#: the config key of the vectors file, relative to a dataset's block (the workflow roots it: ``keys_located``)
+PRETRAINED = ("embeddings", "pretrained")
 
 
 @dataclass(frozen=True)
@@ -71,19 +73,17 @@ def _head(path: Path) -> bytes:
         with zipfile.ZipFile(path) as archive:
             members = [name for name in archive.namelist() if not name.endswith("/")]
         listed = ", ".join(members[:5]) + (f" and {len(members) - 5} more" if len(members) > 5 else "")
-        raise ConfigKeyError(
-            ("embeddings", "pretrained"), f"{path} is a zip archive ({listed}); unzip it and name one file"
-        )
+        raise ConfigKeyError(PRETRAINED, f"{path} is a zip archive ({listed}); unzip it and name one file")
     if magic.startswith(b"\x1f\x8b") and path.suffix != ".gz":
-        raise ConfigKeyError(("embeddings", "pretrained"), f"{path} is gzip-compressed; name it with the suffix .gz")
+        raise ConfigKeyError(PRETRAINED, f"{path} is gzip-compressed; name it with the suffix .gz")
     try:
         with _opened(path) as handle:
             head = handle.read(HEAD_BYTES)
     except (OSError, EOFError, gzip.BadGzipFile) as err:
-        raise ConfigKeyError(("embeddings", "pretrained"), f"{path} cannot be decompressed ({err})") from err
+        raise ConfigKeyError(PRETRAINED, f"{path} cannot be decompressed ({err})") from err
     except ImportError as err:  # smart_open reads .zst and .lz4 with packages not installed here
         raise ConfigKeyError(
-            ("embeddings", "pretrained"),
+            PRETRAINED,
             f"reading a {path.suffix} file needs a package this installation lacks ({err}); "
             "decompress it, or compress it as .gz, .bz2 or .xz",
         ) from err
@@ -97,9 +97,7 @@ def vectors_format(path: str | Path) -> VectorsFormat:
     head = _head(path)
     if head.startswith(FASTTEXT_MAGIC):  # int32 magic, int32 version, then the training args, dim first
         if len(head) < 12:
-            raise ConfigKeyError(
-                ("embeddings", "pretrained"), f"{path} is a fastText model cut short after its magic number"
-            )
+            raise ConfigKeyError(PRETRAINED, f"{path} is a fastText model cut short after its magic number")
         return VectorsFormat(binary=True, header=True, dim=int.from_bytes(head[8:12], "little"), fasttext_model=True)
     lines = head.split(b"\n")
     first = lines[0].split()
@@ -113,14 +111,14 @@ def vectors_format(path: str | Path) -> VectorsFormat:
         if b" " in record and len(floats) == 4 * dim and not all(byte in TEXT_BYTES for byte in floats):
             return VectorsFormat(binary=True, header=True, dim=dim)
         raise ConfigKeyError(
-            ("embeddings", "pretrained"),
+            PRETRAINED,
             f"{path} has the word2vec header '{lines[0].decode(errors='replace')}' but its first "
             f"vector is neither {dim} numbers in text nor {dim} binary floats",
         )
     complete = [line.rstrip().split(b" ") for line in lines[:-1][:SAMPLE_LINES]] or [lines[0].rstrip().split(b" ")]
     if any(len(fields) < 2 or not _floats(fields[1:]) for fields in complete[:1]):
         raise ConfigKeyError(
-            ("embeddings", "pretrained"),
+            PRETRAINED,
             f"{path} is no vectors file: its first line is neither a word2vec header "
             "('<words> <dimension>') nor a word followed by numbers (GloVe)",
         )
@@ -145,11 +143,11 @@ def check_pretrained(path: str, dim: int, binary: bool | None) -> VectorsFormat:
     dimension the config asks for, and is binary or text as ``binary`` says (``None``: whatever it is)."""
     file = Path(path)
     if not file.is_file():
-        raise ConfigKeyError(("embeddings", "pretrained"), f"{'is a directory' if file.is_dir() else 'no file'} {path}")
+        raise ConfigKeyError(PRETRAINED, f"{'is a directory' if file.is_dir() else 'no file'} {path}")
     layout = vectors_format(file)
     if layout.fasttext_model and file.suffix in (".gz", ".bz2", ".xz"):
         raise ConfigKeyError(
-            ("embeddings", "pretrained"),
+            PRETRAINED,
             f"{path} is a compressed fastText model; decompress it (gunzip), as fastText's "
             "instructions say: its matrix is read straight from the file",
         )
