@@ -556,24 +556,22 @@ _TABLE = "text,label\nnice film,pos\nbad film,neg\n"
 NOT_TEXT = pytest.mark.parametrize(
     "data, what, name",
     [
-        (gzip.compress(_TABLE.encode()), "a gzip-compressed file; decompress it", "mine.csv.gz"),
-        (bz2.compress(_TABLE.encode()), "a bzip2-compressed file; decompress it", "mine.csv.bz2"),
-        (lzma.compress(_TABLE.encode()), "an xz-compressed file; decompress it", "mine.csv.xz"),
         (
             b"PK\x03\x04\x14\x00\x06\x00" + bytes(range(256)),
             "a zip archive (a spreadsheet's .xlsx is one)",
             "mine.xlsx",
         ),
         (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(range(256)), "an old Excel (.xls) workbook", "mine.xls"),
+        (_tar_gz({"mine.csv": _TABLE.encode()}), "a tar archive; extract it (tar -xf)", "mine.tgz"),
     ],
-    ids=["gzip", "bzip2", "xz", "xlsx", "xls"],
+    ids=["xlsx", "xls", "tar.gz"],
 )
 
 
 @NOT_TEXT
 @pytest.mark.parametrize("encoding", [None, "latin-1"])
 def test_user_file_that_is_no_text_is_named(tmp_path, data, what, name, encoding):
-    """A compressed file or a spreadsheet stops with what it is, even under an encoding that decodes any bytes."""
+    """A spreadsheet or an archive stops with what it is, even under an encoding that decodes any bytes."""
     path = tmp_path / "mine.csv"
     path.write_bytes(data)
     cfg = {"mine": {"path": str(path), "text_column": "text", "label_column": "label", "encoding": encoding}}
@@ -584,7 +582,7 @@ def test_user_file_that_is_no_text_is_named(tmp_path, data, what, name, encoding
 
 @NOT_TEXT
 def test_a_user_file_named_as_no_text_is_named_for_what_it_is(tmp_path, data, what, name):
-    """Under its own name (``mine.csv.gz``, ``mine.xlsx``: no format's suffix) the entry is checked before any job
+    """Under its own name (``mine.xlsx``, ``mine.tgz``: no format's suffix) the entry is checked before any job
     runs: what the file is, not a format to set (``format: csv`` would only lead to the same file's bytes)."""
     path = tmp_path / name
     path.write_bytes(data)
@@ -592,6 +590,69 @@ def test_a_user_file_named_as_no_text_is_named_for_what_it_is(tmp_path, data, wh
         get_spec("mine", {"mine": {"path": str(path), "text_column": "text", "label_column": "label"}})
     assert err.value.key == ("corpora", "user", "mine", "path"), err.value.key
     assert str(err.value).startswith(f"config corpora.user.mine.path: {path} is {what}"), str(err.value)
+
+
+COMPRESSIONS = {"gz": gzip.compress, "bz2": bz2.compress, "xz": lzma.compress}
+
+
+@pytest.mark.parametrize("suffix", sorted(COMPRESSIONS))
+@pytest.mark.parametrize("plain", ["mine.csv", "mine.tsv", "mine.jsonl"])
+def test_a_compressed_user_file_gives_the_documents_of_the_file_it_holds(tmp_path, plain, suffix):
+    """A user corpus compressed with gzip, bzip2 or xz is read as the file it holds, as pandas and zcat read it: its
+    format from the name under the compression's suffix (``mine.csv.gz``), or from ``format`` whatever the name
+    (a ``mine.csv`` that is compressed, and one compressed twice), with the same documents, labels and manifest
+    counts as the plain file's."""
+    rows = [("nice film", "pos"), ("bad film, and long", "neg"), ("so so", "pos")]
+    table = {
+        "csv": "text,label\n" + "".join(f'"{t}",{label}\n' for t, label in rows),
+        "tsv": "text\tlabel\n" + "".join(f"{t}\t{label}\n" for t, label in rows),
+        "jsonl": "".join(json.dumps({"text": t, "label": label}) + "\n" for t, label in rows),
+    }[plain.rsplit(".", 1)[1]].encode()
+    compress = COMPRESSIONS[suffix]
+    (tmp_path / plain).write_bytes(table)
+    expected, expected_info = build_corpus("mine", raw_dir=tmp_path, user_corpora=_entry(tmp_path / plain))
+    assert expected["text"].tolist() == [t for t, _ in rows]  # the plain file is read at all
+    fmt = plain.rsplit(".", 1)[1]
+    for name, data, config in [
+        (f"{plain}.{suffix}", compress(table), {}),
+        (f"packed-{plain}", compress(table), {}),
+        (f"twice-{plain}.{suffix}", compress(compress(table)), {}),
+        (f"{plain}.{suffix}.bin", compress(table), {"format": fmt}),
+    ]:
+        (tmp_path / name).write_bytes(data)
+        frame, info = build_corpus("mine", raw_dir=tmp_path, user_corpora=_entry(tmp_path / name, **config))
+        pd.testing.assert_frame_equal(frame, expected)
+        assert _without_files(info) == _without_files(expected_info), name
+
+
+def _entry(path: Path, **config) -> dict:
+    return {"mine": {"path": str(path), "text_column": "text", "label_column": "label", **config}}
+
+
+def _without_files(info: dict) -> dict:
+    """A corpus manifest's entries apart from those naming the file (its path, size and checksum)."""
+    return {key: value for key, value in info.items() if key not in ("files", "source", "description")}
+
+
+@pytest.mark.parametrize("suffix", sorted(COMPRESSIONS))
+def test_a_compressed_user_file_cut_off_is_named_as_such(tmp_path, suffix):
+    """A compressed file cut off (an interrupted download or copy) stops with the file and the compression,
+    not a decoding error in text it never was."""
+    data = COMPRESSIONS[suffix](("text,label\n" + "a long enough review,pos\n" * 400).encode())
+    path = tmp_path / f"mine.csv.{suffix}"
+    path.write_bytes(data[: len(data) // 2])
+    name = {"gz": "gzip", "bz2": "bzip2", "xz": "xz"}[suffix]
+    with pytest.raises(AttnauditError, match=rf"a {name}-compressed file that does not decompress .*cut off") as err:
+        build_corpus("mine", raw_dir=tmp_path, user_corpora=_entry(path))
+    assert str(err.value).startswith(str(path)), str(err.value)
+
+
+def test_a_text_that_begins_as_a_compressions_mark_is_text(tmp_path):
+    """bzip2's mark is three letters and a digit: a text beginning with them is read as text."""
+    path = tmp_path / "mine.csv"
+    path.write_text("BZh9,label\nfine,pos\nno,neg\n")
+    frame, _ = build_corpus("mine", raw_dir=tmp_path, user_corpora=_entry(path, text_column="BZh9"))
+    assert frame["text"].tolist() == ["fine", "no"]
 
 
 def test_user_utf16_file_names_the_encoding_that_reads_it(tmp_path):

@@ -300,6 +300,29 @@ def test_editing_a_user_csv_reruns_what_depends_on_it(tmp_path):
     assert manifest["files"][0]["sha256"] == __import__("hashlib").sha256(corpus.read_bytes()).hexdigest()
 
 
+def test_a_gzip_compressed_user_csv_is_checked_and_read_as_the_csv_it_holds(tmp_path):
+    """``mine.csv.gz`` needs no ``format`` and no gunzip: the dry run's checks read the CSV inside it (one class
+    stops the run with the counts), and the corpus job gives the documents of the uncompressed file."""
+    for directory in ("plain", "packed", "one"):
+        (tmp_path / directory).mkdir()
+    plain = write_corpus(tmp_path / "plain" / "mine.csv", ["pos", "neg"] * 30)
+    one_class = tmp_path / "one" / "mine.csv.gz"
+    one_class.write_bytes(gzip.compress(write_corpus(tmp_path / "one.csv", ["pos"] * 60).read_bytes()))
+    config = tmp_path / "one" / "config.yaml"
+    config.write_text(yaml.safe_dump(user_config(one_class)))
+    stopped = said(snakemake(tmp_path / "one", "-n", config=config, check=False))
+    assert "corpora.user.mine: mine.csv.gz) has a single class (label 'pos', 60 examples)" in stopped, stopped
+    packed = tmp_path / "packed" / "mine.csv.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    target = "results/corpora/mine/documents.parquet"
+    for path in (plain, packed):
+        (path.parent / "config.yaml").write_text(yaml.safe_dump(user_config(path)))
+        snakemake(path.parent, "--cores", "1", target, config=path.parent / "config.yaml")
+    documents = [pd.read_parquet(path.parent / target) for path in (plain, packed)]
+    assert len(documents[0]) == 60
+    pd.testing.assert_frame_equal(*documents)
+
+
 def test_a_large_corpus_copied_back_or_its_entry_written_out_reruns_nothing(tmp_path):
     """Snakemake records a checksum only of files under 1 MB and goes by the modification time above that: the
     corpus file is an ``ancient`` input whose sha256 is the parameter, so touching a 1.3 MB corpus or copying it

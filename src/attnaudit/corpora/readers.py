@@ -7,14 +7,19 @@ local mirror described in ``shared/corpora/MANIFEST.md`` (the same as the offici
 
 from __future__ import annotations
 
+import bz2
 import codecs
+import contextlib
 import csv
+import gzip
 import io
 import json
 import logging
+import lzma
 import math
 import re
 import zipfile
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -191,26 +196,71 @@ def read_20news(root: Path) -> tuple[pd.DataFrame, dict]:
 # --- CSV helpers (AG News, ADR, user corpora) ---------------------------------------------------------------
 
 
-#: the first bytes of files that are no text in any encoding, and what to do with each
-_NOT_TEXT = (
-    (b"\x1f\x8b", "a gzip-compressed file; decompress it (gunzip) and point the path at the result"),
-    (b"BZh", "a bzip2-compressed file; decompress it (bunzip2) and point the path at the result"),
-    (b"\xfd7zXZ\x00", "an xz-compressed file; decompress it (unxz) and point the path at the result"),
-    (b"PK\x03\x04", "a zip archive (a spreadsheet's .xlsx is one); extract it, or save the sheet as CSV"),
-    (b"\xd0\xcf\x11\xe0", "an old Excel (.xls) workbook; save the sheet as CSV"),
+#: compressed files, read as the file each holds (as pandas and zcat read them): the first bytes that say so
+#: (bzip2's with the block or end-of-stream mark after the block size, so that no text starting "BZh" is taken for
+#: one), the name, the module that reads it (``decompress``, ``open``)
+_COMPRESSIONS = (
+    (re.compile(rb"\x1f\x8b"), "gzip", gzip),
+    (re.compile(rb"BZh[1-9](\x31\x41\x59\x26\x53\x59|\x17\x72\x45\x38\x50\x90)"), "bzip2", bz2),
+    (re.compile(rb"\xfd7zXZ\x00"), "xz", lzma),
 )
+#: the suffixes of those compressions, which a file name may add to its format's: reviews.csv.gz
+COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz")
+#: the first bytes of files that are no text in any encoding, and what to do with each (a tar archive's mark,
+#: POSIX's or GNU's, is at byte 257)
+_NOT_TEXT = (
+    (re.compile(rb"PK\x03\x04"), "a zip archive (a spreadsheet's .xlsx is one); extract it, or save the sheet as CSV"),
+    (re.compile(rb"\xd0\xcf\x11\xe0"), "an old Excel (.xls) workbook; save the sheet as CSV"),
+    (
+        re.compile(rb".{257}ustar(\x0000|  \x00)", re.DOTALL),
+        "a tar archive; extract it (tar -xf) and point the path at a file in it",
+    ),
+)
+_HEAD_BYTES = 512
+#: what reading a damaged or cut-off compressed file raises
+_DECOMPRESSION_ERRORS = (EOFError, OSError, ValueError, lzma.LZMAError, zlib.error)
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 
-def _not_text(file: bytes | Path) -> str | None:
-    """What a file (its bytes, or its path) whose first bytes are no text in any encoding is, and what to do."""
-    if isinstance(file, Path):
+def _compression(data: bytes) -> tuple[str, Any] | None:
+    return next(((name, module) for magic, name, module in _COMPRESSIONS if magic.match(data)), None)
+
+
+def _decompressed(data: bytes, path: Path) -> bytes:
+    """The bytes a gzip, bzip2 or xz file holds (those of a file compressed twice, too); others as they are."""
+    while compression := _compression(data):
+        name, module = compression
         try:
-            with file.open("rb") as handle:
-                file = handle.read(8)
-        except OSError:  # no file: said where it is read
-            return None
-    return next((advice for magic, advice in _NOT_TEXT if file.startswith(magic)), None)
+            data = module.decompress(data)
+        except _DECOMPRESSION_ERRORS as err:
+            raise AttnauditError(
+                f"{path}: a {name}-compressed file that does not decompress ({err}): it was cut off or damaged; "
+                "compress the original again"
+            ) from err
+    return data
+
+
+def _head(path: Path) -> bytes | None:
+    """The first bytes of a file, decompressed as :func:`decode_file` reads it; None if it cannot be read (said
+    where it is read)."""
+    try:
+        with contextlib.ExitStack() as files:
+            handle = files.enter_context(path.open("rb"))
+            head = handle.read(_HEAD_BYTES)
+            while compression := _compression(head):
+                handle.seek(0)  # a file, or a decompressing one (which rewinds)
+                handle = files.enter_context(compression[1].open(handle, "rb"))
+                head = handle.read(_HEAD_BYTES)
+            return head
+    except _DECOMPRESSION_ERRORS:  # OSError: no file
+        return None
+
+
+def _not_text(file: bytes | Path) -> str | None:
+    """What a file (its bytes, or its path) whose first bytes are no text in any encoding, even decompressed, is,
+    and what to do."""
+    head = _head(file) if isinstance(file, Path) else file
+    return next((advice for magic, advice in _NOT_TEXT if magic.match(head)), None) if head else None
 
 
 def utf16_byte_order(data: bytes) -> str | None:
@@ -237,13 +287,14 @@ def misread_utf16_advice(data: bytes, encoding: str) -> str | None:
 
 
 def decode_file(path: Path, encoding: str = "utf-8") -> str:
-    """Read a text file; a decoding error names the file, the line and the encoding. A compressed file or a
+    """Read a text file; a decoding error names the file, the line and the encoding. An archive or a
     spreadsheet is named as such (whatever the encoding, since e.g. latin-1 decodes any bytes), and so is UTF-16.
+    A gzip, bzip2 or xz file is read as the file it holds.
     A NUL character stops the read with its line: no text holds one, and UTF-8 would take it silently (UTF-16
     without a byte-order mark has one in every other byte; a file padded with NUL blocks was cut off by a crash).
     A file read as UTF-16 in the wrong byte order, or one that is no UTF-16 at all, decodes into one line of CJK
     characters: that is named too, with the encoding that reads it."""
-    data = path.read_bytes()
+    data = _decompressed(path.read_bytes(), path)
     what = _not_text(data)
     if what:
         raise AttnauditError(f"{path}: not a text file: its first bytes say it is {what}")
@@ -653,11 +704,16 @@ def _as_int(value: Any) -> int | None:
 
 
 def _format_of_suffix(path: str) -> str | None:
-    return {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}.get(Path(path).suffix.lower())
+    """The format a file's name says (``.csv``, ``.tsv``, ``.jsonl``/``.json``), a compression's suffix after it
+    or not (``reviews.csv.gz``)."""
+    name = Path(path)
+    if name.suffix.lower() in COMPRESSED_SUFFIXES:
+        name = name.with_suffix("")
+    return {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}.get(name.suffix.lower())
 
 
 def user_format(name: str, config: dict) -> str:
-    """``format`` if given, else from the file name (.csv, .tsv, .jsonl/.json)."""
+    """``format`` if given, else from the file name (.csv, .tsv, .jsonl/.json, each also compressed: .csv.gz)."""
     path = Path(config["path"]).expanduser()
     if path.is_dir():
         raise ConfigKeyError(
@@ -665,7 +721,7 @@ def user_format(name: str, config: dict) -> str:
         )
     fmt = config.get("format") or _format_of_suffix(config["path"])
     if fmt not in ("csv", "tsv", "jsonl"):
-        what = _not_text(path)  # a name without a format's suffix: data.csv.gz, a workbook
+        what = _not_text(path)  # a name without a format's suffix: a workbook, an archive
         raise ConfigKeyError(
             ("corpora", "user", name, "path" if what else "format"),
             f"{config['path']} is {what}"
