@@ -23,7 +23,7 @@ from attnaudit.config_errors import (
 )
 from attnaudit.corpora.build import resolved_options
 from attnaudit.corpora.fetch import mirror_path
-from attnaudit.corpora.readers import without_restated_options
+from attnaudit.corpora.readers import content_sha256, without_restated_options
 from attnaudit.corpora.registry import get_spec
 from attnaudit.embeddings.vectors import DEFAULTS as VECTOR_DEFAULTS
 from attnaudit.embeddings.pretrained import check_pretrained
@@ -323,14 +323,21 @@ def user_corpus_entry(corpus):
     if corpus not in USER_CORPORA:
         return {}
     entry = USER_CORPORA[corpus]
-    return {corpus: {**without_restated_options(entry), "sha256": file_sha256(entry["path"])}}
+    return {corpus: {**without_restated_options(entry), "sha256": corpus_sha256(entry["path"])}}
 
 
 @functools.cache
 def file_sha256(path):
-    """A user corpus's or vectors file's sha256 (a parameter of its corpus or embeddings job), hashed once per
-    Snakemake when the DAG first needs it; a file no dataset uses is never read."""
+    """A vectors file's sha256 (a parameter of its embeddings job), hashed once per Snakemake when the DAG first
+    needs it; a file no dataset uses is never read."""
     return sha256_file(path)
+
+
+@functools.cache
+def corpus_sha256(path):
+    """The sha256 of what a user corpus's file holds (decompressed: the same CSV compressed again reruns nothing), a
+    parameter of its corpus job; hashed as :func:`file_sha256` is."""
+    return content_sha256(Path(path))
 
 
 def check_datasets():

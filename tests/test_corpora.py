@@ -641,8 +641,8 @@ def test_a_compressed_user_file_cut_off_is_named_as_such(tmp_path, suffix):
     data = COMPRESSIONS[suffix](("text,label\n" + "a long enough review,pos\n" * 400).encode())
     path = tmp_path / f"mine.csv.{suffix}"
     path.write_bytes(data[: len(data) // 2])
-    name = {"gz": "gzip", "bz2": "bzip2", "xz": "xz"}[suffix]
-    with pytest.raises(AttnauditError, match=rf"a {name}-compressed file that does not decompress .*cut off") as err:
+    name = {"gz": "a gzip", "bz2": "a bzip2", "xz": "an xz"}[suffix]
+    with pytest.raises(AttnauditError, match=rf"{name}-compressed file that does not decompress .*cut off") as err:
         build_corpus("mine", raw_dir=tmp_path, user_corpora=_entry(path))
     assert str(err.value).startswith(str(path)), str(err.value)
 

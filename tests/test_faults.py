@@ -6,6 +6,7 @@ from __future__ import annotations
 import collections
 import csv
 import gzip
+import hashlib
 import json
 import os
 import re
@@ -302,7 +303,9 @@ def test_editing_a_user_csv_reruns_what_depends_on_it(tmp_path):
 
 def test_a_gzip_compressed_user_csv_is_checked_and_read_as_the_csv_it_holds(tmp_path):
     """``mine.csv.gz`` needs no ``format`` and no gunzip: the dry run's checks read the CSV inside it (one class
-    stops the run with the counts), and the corpus job gives the documents of the uncompressed file."""
+    stops the run with the counts), and the corpus job gives the documents of the uncompressed file. What decides a
+    rerun is what the file holds: the same CSV compressed again (gzip's header holds a time) reruns nothing, an
+    edited one the corpus job."""
     for directory in ("plain", "packed", "one"):
         (tmp_path / directory).mkdir()
     plain = write_corpus(tmp_path / "plain" / "mine.csv", ["pos", "neg"] * 30)
@@ -321,6 +324,18 @@ def test_a_gzip_compressed_user_csv_is_checked_and_read_as_the_csv_it_holds(tmp_
     documents = [pd.read_parquet(path.parent / target) for path in (plain, packed)]
     assert len(documents[0]) == 60
     pd.testing.assert_frame_equal(*documents)
+    manifests = [
+        json.loads((path.parent / "results/corpora/mine/manifest.json").read_text()) for path in (plain, packed)
+    ]
+    assert manifests[1]["files"][0]["content_sha256"] == manifests[0]["files"][0]["sha256"]
+    assert manifests[1]["files"][0]["sha256"] == hashlib.sha256(packed.read_bytes()).hexdigest()
+
+    config = packed.parent / "config.yaml"
+    packed.write_bytes(gzip.compress(plain.read_bytes(), mtime=1))  # other bytes, the same CSV
+    assert "Nothing to be done" in snakemake(packed.parent, "-n", target, config=config).stdout
+    write_corpus(plain, ["pos", "neg"] * 30, extra=[{"text": "a new review", "label": "pos"}])
+    packed.write_bytes(gzip.compress(plain.read_bytes(), mtime=1))
+    assert "rule corpora:" in snakemake(packed.parent, "-n", target, config=config).stdout
 
 
 def test_a_large_corpus_copied_back_or_its_entry_written_out_reruns_nothing(tmp_path):

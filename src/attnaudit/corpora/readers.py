@@ -12,6 +12,7 @@ import codecs
 import contextlib
 import csv
 import gzip
+import hashlib
 import io
 import json
 import logging
@@ -22,7 +23,7 @@ import zipfile
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import pandas as pd
@@ -226,34 +227,65 @@ def _compression(data: bytes) -> tuple[str, Any] | None:
     return next(((name, module) for magic, name, module in _COMPRESSIONS if magic.match(data)), None)
 
 
+def _damaged(path: Path, compression: str, err: Exception) -> AttnauditError:
+    article = "an" if compression == "xz" else "a"
+    return AttnauditError(
+        f"{path}: {article} {compression}-compressed file that does not decompress ({err}): it was cut off or damaged; "
+        "compress the original again"
+    )
+
+
 def _decompressed(data: bytes, path: Path) -> bytes:
     """The bytes a gzip, bzip2 or xz file holds (those of a file compressed twice, too); others as they are."""
     while compression := _compression(data):
-        name, module = compression
         try:
-            data = module.decompress(data)
+            data = compression[1].decompress(data)
         except _DECOMPRESSION_ERRORS as err:
-            raise AttnauditError(
-                f"{path}: a {name}-compressed file that does not decompress ({err}): it was cut off or damaged; "
-                "compress the original again"
-            ) from err
+            raise _damaged(path, compression[0], err) from err
     return data
 
 
-def _head(path: Path) -> bytes | None:
-    """The first bytes of a file, decompressed as :func:`decode_file` reads it; None if it cannot be read (said
-    where it is read)."""
+@contextlib.contextmanager
+def _content(path: Path) -> Iterator[BinaryIO]:
+    """A binary handle on what a file holds, as :func:`decode_file` reads it: a gzip, bzip2 or xz file (compressed
+    once or more) decompressed as it is read; one that does not decompress is named as such."""
+    compression = None
     try:
         with contextlib.ExitStack() as files:
             handle = files.enter_context(path.open("rb"))
-            head = handle.read(_HEAD_BYTES)
-            while compression := _compression(head):
+            while layer := _compression(handle.read(_HEAD_BYTES)):
+                compression = layer[0]
                 handle.seek(0)  # a file, or a decompressing one (which rewinds)
-                handle = files.enter_context(compression[1].open(handle, "rb"))
-                head = handle.read(_HEAD_BYTES)
-            return head
-    except _DECOMPRESSION_ERRORS:  # OSError: no file
+                handle = files.enter_context(layer[1].open(handle, "rb"))
+            handle.seek(0)
+            yield handle
+    except _DECOMPRESSION_ERRORS as err:
+        if compression is None:  # the file's own read error
+            raise
+        raise _damaged(path, compression, err) from err
+
+
+def _head(path: Path) -> bytes | None:
+    """The first bytes of what a file holds; None if it cannot be read (said where it is read)."""
+    try:
+        with _content(path) as handle:
+            return handle.read(_HEAD_BYTES)
+    except (AttnauditError, OSError):  # damaged, or no file
         return None
+
+
+def compressed(path: Path) -> bool:
+    """Whether a file is gzip, bzip2 or xz-compressed (by its first bytes, whatever its name)."""
+    with path.open("rb") as handle:
+        return _compression(handle.read(_HEAD_BYTES)) is not None
+
+
+def content_sha256(path: Path) -> str:
+    """The sha256 of what a file holds: its bytes, or a compressed file's decompressed bytes — a CSV compressed
+    again (gzip's header holds a time, so pandas' ``to_csv("x.csv.gz")`` writes other bytes each time) hashes the
+    same. Read as a stream: a cluster job's Snakemake hashes the corpus without holding it in memory."""
+    with _content(path) as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def _not_text(file: bytes | Path) -> str | None:
@@ -524,7 +556,7 @@ USER_KEYS = {
     "encoding",
     "description",
     "defaults",
-    "sha256",  # set by the workflow (the file's content hash when the DAG was built), not by the user
+    "sha256",  # set by the workflow (what the file held when the DAG was built: content_sha256), not by the user
 }
 USER_REQUIRED = ("path", "text_column", "label_column")
 
@@ -830,8 +862,8 @@ def read_user(name: str, config: dict) -> tuple[pd.DataFrame, dict]:
     also carry the answer word (the class name), from which the model takes each instance's candidates, the
     classes whose word is in its passage (:func:`answers_from_passage`). Without ``split_column`` every row
     gets split "all" (the tokeniser makes seeded stratified splits). Empty texts and queries are kept (the
-    tokeniser drops and counts them). The file's sha256 is recorded and, when the workflow passes the hash it
-    planned with (``sha256``), checked.
+    tokeniser drops and counts them). The file's sha256 is recorded (a compressed file's, and that of what it holds)
+    and, when the workflow passes the hash of what it holds that it planned with (``sha256``), checked.
     """
     path = Path(config["path"]).expanduser()
     fmt, encoding = user_format(name, config), config.get("encoding") or "utf-8"  # a directory stops here
@@ -902,7 +934,7 @@ def read_user(name: str, config: dict) -> tuple[pd.DataFrame, dict]:
     mapping = {}
     for value, label in zip(values, labels):
         mapping.setdefault(str(value), label)
-    digest, planned = sha256_file(path), config.get("sha256")
+    digest, planned = content_sha256(path), config.get("sha256")
     if planned and digest != planned:
         raise AttnauditError(
             f"corpora.user.{name}.path: {path} changed after the workflow was planned (sha256 {digest[:12]}…, "
@@ -915,7 +947,7 @@ def read_user(name: str, config: dict) -> tuple[pd.DataFrame, dict]:
         "files": [
             {
                 "path": str(path.resolve()),
-                "sha256": digest,
+                **({"sha256": sha256_file(path), "content_sha256": digest} if compressed(path) else {"sha256": digest}),
                 "bytes": path.stat().st_size,
                 "verified": "checked against the sha256 the workflow planned with" if planned else "recorded",
             }
