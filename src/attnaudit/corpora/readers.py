@@ -227,24 +227,6 @@ def _compression(data: bytes) -> tuple[str, Any] | None:
     return next(((name, module) for magic, name, module in _COMPRESSIONS if magic.match(data)), None)
 
 
-def _damaged(path: Path, compression: str, err: Exception) -> AttnauditError:
-    article = "an" if compression == "xz" else "a"
-    return AttnauditError(
-        f"{path}: {article} {compression}-compressed file that does not decompress ({err}): it was cut off or damaged; "
-        "compress the original again"
-    )
-
-
-def _decompressed(data: bytes, path: Path) -> bytes:
-    """The bytes a gzip, bzip2 or xz file holds (those of a file compressed twice, too); others as they are."""
-    while compression := _compression(data):
-        try:
-            data = compression[1].decompress(data)
-        except _DECOMPRESSION_ERRORS as err:
-            raise _damaged(path, compression[0], err) from err
-    return data
-
-
 @contextlib.contextmanager
 def _content(path: Path) -> Iterator[BinaryIO]:
     """A binary handle on what a file holds, as :func:`decode_file` reads it: a gzip, bzip2 or xz file (compressed
@@ -262,7 +244,11 @@ def _content(path: Path) -> Iterator[BinaryIO]:
     except _DECOMPRESSION_ERRORS as err:
         if compression is None:  # the file's own read error
             raise
-        raise _damaged(path, compression, err) from err
+        article = "an" if compression == "xz" else "a"
+        raise AttnauditError(
+            f"{path}: {article} {compression}-compressed file that does not decompress ({err}): it was cut off or "
+            "damaged; compress the original again"
+        ) from err
 
 
 def _head(path: Path) -> bytes | None:
@@ -326,7 +312,8 @@ def decode_file(path: Path, encoding: str = "utf-8") -> str:
     without a byte-order mark has one in every other byte; a file padded with NUL blocks was cut off by a crash).
     A file read as UTF-16 in the wrong byte order, or one that is no UTF-16 at all, decodes into one line of CJK
     characters: that is named too, with the encoding that reads it."""
-    data = _decompressed(path.read_bytes(), path)
+    with _content(path) as handle:
+        data = handle.read()
     what = _not_text(data)
     if what:
         raise AttnauditError(f"{path}: not a text file: its first bytes say it is {what}")
