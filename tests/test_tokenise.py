@@ -268,6 +268,36 @@ def test_length_options_that_drop_every_document_are_named(options, expected):
     assert "fraction" not in str(err.value)
 
 
+@pytest.mark.parametrize(
+    "options, texts, expected",
+    [
+        (
+            {"max_tokens": 5},
+            ("a few", "w w w w w w w w"),
+            "tokenise.max_tokens: 5 drops each document of that many tokens or more (it does not truncate): "
+            "20 documents",
+        ),
+        (
+            {"min_tokens": 6},
+            ("w w w w w w w w", "a few"),
+            "tokenise.min_tokens: 6 drops each document shorter than that (sentence markers included): 20 documents",
+        ),
+    ],
+)
+def test_a_length_filter_that_drops_a_whole_class_is_named(options, texts, expected):
+    """A length filter that drops every document of a class (all the long reviews are negative) is named with the
+    documents it drops per label, rather than a one-class dataset's advice to check the label column."""
+    rows = [(f"d{i}", "all", i % 2, texts[i % 2]) for i in range(40)]  # label 1's documents are the ones dropped
+    with pytest.raises(AttnauditError) as err:
+        tokenise_documents(docs(rows), options, seed=0, where="mine")
+    message = str(err.value)
+    assert message.startswith("mine: the length filters drop every document of label(s) [1]"), message
+    assert f"{expected}, by label {{1: 20}}; raise or remove the filter" in message, message
+    assert "label column" not in message
+    examples, _, _ = tokenise_documents(docs(rows), {}, seed=0, where="mine")  # without the filter: both classes
+    assert set(examples["label"]) == {0, 1}
+
+
 def test_pooled_corpus_gets_seeded_stratified_splits():
     frame = docs([(f"d{i}", "all", i % 2, f"word{'x' * (i % 7)} text") for i in range(200)])
     a, _, stats = tokenise_documents(frame, {"test_fraction": 0.2, "dev_fraction": 0.25}, seed=3)

@@ -221,31 +221,43 @@ def tokenise_documents(
         dropped["answer not in passage"] = int(absent.sum())
         docs = docs[~absent]
     marker_count = 2 if options["markers"] else 0
-    length_filters = []  # the options that dropped documents
+    labels_before = docs["label"].value_counts()
+    length_drops = {}  # option → documents it dropped per label
     if options["max_tokens"]:
         too_long = docs["n_tokens"] >= options["max_tokens"]
         dropped[f"n_tokens >= {options['max_tokens']}"] = int(too_long.sum())
+        length_drops["max_tokens"] = docs.loc[too_long, "label"].value_counts()
         docs = docs[~too_long]
-        length_filters += ["max_tokens"] if too_long.any() else []
     if options["min_tokens"]:
         too_short = docs["n_tokens"] + marker_count < options["min_tokens"]
         dropped[f"n_tokens incl. markers < {options['min_tokens']}"] = int(too_short.sum())
+        length_drops["min_tokens"] = docs.loc[too_short, "label"].value_counts()
         docs = docs[~too_short]
-        length_filters += ["min_tokens"] if too_short.any() else []
+    length_drops = {option: by_label for option, by_label in length_drops.items() if len(by_label)}
+    filters = "".join(
+        f"; tokenise.{option}: {options[option]} drops {LENGTH_FILTERS[option]}: {by_label.sum()} documents, by "
+        f"label {abridged({int(label): int(n) for label, n in by_label.sort_index().items()})}"
+        for option, by_label in length_drops.items()
+    )
 
     removed = {reason: n for reason, n in dropped.items() if n}
     if docs.empty and removed:
+        raise AttnauditError(f"{where}: tokenising drops every document ({removed}){filters}")
+    lost = sorted(int(label) for label in set(labels_before.index) - set(docs["label"]))
+    if length_drops and lost and not query:
         raise AttnauditError(
-            f"{where}: tokenising drops every document ({removed})"
-            + "".join(
-                f"; tokenise.{option}: {options[option]} drops {LENGTH_FILTERS[option]}" for option in length_filters
-            )
+            f"{where}: the length filters drop every document of label(s) {abridged(lost)}, which a classifier then "
+            f"never learns nor is tested on{filters}; raise or remove the filter"
         )
     try:
         docs = assign_splits(docs, options, seed)
         check_splits(docs, where, every_class_everywhere=not query)
     except AttnauditError as err:
-        note = f" (after dropping {sum(removed.values())} documents when tokenising: {removed})" if removed else ""
+        note = (
+            f" (after dropping {sum(removed.values())} documents when tokenising: {removed}{filters})"
+            if removed
+            else ""
+        )
         raise named_error(err, where, note) from err
     if options["test_sample"]:
         test = docs[docs["split"] == "test"]
