@@ -298,6 +298,21 @@ def test_a_length_filter_that_drops_a_whole_class_is_named(options, texts, expec
     assert set(examples["label"]) == {0, 1}
 
 
+def test_a_min_count_that_leaves_no_word_is_named():
+    """A ``min_count`` above every train word's count would make every token <unk> (a vocabulary of the specials
+    alone: a model, and its attention, over nothing): it stops naming the option and the most frequent word."""
+    rows = [(f"d{i}", "all", i % 2, f"the film was {'good' if i % 2 else 'bad'}, the end") for i in range(40)]
+    tokenise_documents(docs(rows), {"min_count": 20}, seed=0, where="mine")  # 'the' is in every train document
+    with pytest.raises(AttnauditError) as err:
+        tokenise_documents(docs(rows), {"min_count": 100}, seed=0, where="mine")
+    train_count = int(str(err.value).split("occurs ")[1].split(" ")[0])
+    assert 40 <= train_count < 80, str(err.value)  # twice in each train document
+    assert str(err.value) == (
+        f"mine: tokenise.min_count: 100 leaves no word in the vocabulary (the train split's most frequent word, "
+        f"'the', occurs {train_count} times), so every token would be <unk>; lower it"
+    )
+
+
 def test_pooled_corpus_gets_seeded_stratified_splits():
     frame = docs([(f"d{i}", "all", i % 2, f"word{'x' * (i % 7)} text") for i in range(200)])
     a, _, stats = tokenise_documents(frame, {"test_fraction": 0.2, "dev_fraction": 0.25}, seed=3)

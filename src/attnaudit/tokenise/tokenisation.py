@@ -280,6 +280,12 @@ def tokenise_documents(
     # J&W (CNN): answers are added to the vocabulary whatever their count, so every candidate has an id
     answers = sorted(set(docs["answer"])) if "answer" in docs.columns else []
     vocab = build_vocab(vocab_tokens, options["min_count"], always=answers)
+    if not set(vocab) - {*SPECIALS, *answers}:  # every token would be <unk>: attention over nothing
+        most, count = Counter(t for toks in vocab_tokens for t in toks if t not in SPECIALS).most_common(1)[0]
+        raise AttnauditError(
+            f"{where}: tokenise.min_count: {options['min_count']} leaves no word in the vocabulary (the train split's "
+            f"most frequent word, {most!r}, occurs {count} times), so every token would be <unk>; lower it"
+        )
     split_order = {"train": 0, "dev": 1, "test": 2}
     docs = docs.sort_values(by=["split", "id"], key=lambda s: s.map(split_order) if s.name == "split" else s)
     extra = [c for c in ("query_tokens", "answer", "important") if c in docs.columns]
