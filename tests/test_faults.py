@@ -301,6 +301,20 @@ def test_editing_a_user_csv_reruns_what_depends_on_it(tmp_path):
     assert manifest["files"][0]["sha256"] == __import__("hashlib").sha256(corpus.read_bytes()).hexdigest()
 
 
+def test_a_test_sample_that_leaves_a_class_out_stops_the_dry_run(tmp_path):
+    """Of a user corpus the dry run knows the test split, so a ``test_sample`` that would keep one class of it stops
+    there, at the option's line, with the class names, before any job."""
+    corpus = write_corpus(tmp_path / "mine.csv", ["pos", "neg"] * 30)  # a 20 % test split: 12 documents
+    cfg = user_config(corpus)
+    cfg["datasets"]["mine"]["tokenise"] = {"test_sample": 0.05}
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(cfg))
+    stopped = said(snakemake(tmp_path, "-n", config=config, check=False))
+    assert f"{config}:" in stopped and "config datasets.mine.tokenise.test_sample: datasets.mine (" in stopped, stopped
+    assert "every class needs examples in train, dev and test (test has none of class(es) ['" in stopped, stopped
+    assert "(tokenise.test_sample: 0.05 keeps 1 of 12 test documents)" in stopped, stopped
+
+
 def test_a_gzip_compressed_user_csv_is_checked_and_read_as_the_csv_it_holds(tmp_path):
     """``mine.csv.gz`` needs no ``format`` and no gunzip: the dry run's checks read the CSV inside it (one class
     stops the run with the counts), and the corpus job gives the documents of the uncompressed file. What decides a

@@ -334,6 +334,24 @@ def test_test_sample_keeps_a_seeded_fraction():
     assert stats["dropped"]["test not in the 20% sample"] == 80
 
 
+@pytest.mark.parametrize(
+    "fraction, expected",
+    [(0.01, "mine has no test examples"), (0.07, "mine: every class needs examples in train, dev and test")],
+)
+def test_a_test_sample_that_leaves_a_class_out_of_test_is_named(fraction, expected):
+    """A small ``test_sample`` of a small test split can keep no document, or one class only: audits of nothing, a
+    macro-F1 of one class. It stops with the counts and what the sample kept."""
+    frame = docs([(f"d{i}", "all", i % 2, "the film was good" if i % 2 else "the film was bad") for i in range(80)])
+    with pytest.raises(AttnauditError) as err:
+        tokenise_documents(frame, {"test_sample": fraction}, seed=0, where="mine")
+    kept = round(fraction * 16)  # of the 16 test documents the 20 % test split holds
+    assert str(err.value).startswith(expected), str(err.value)
+    assert str(err.value).endswith(f"(tokenise.test_sample: {fraction} keeps {kept} of 16 test documents)")
+    examples, _, _ = tokenise_documents(frame, {"test_sample": 0.25}, seed=0, where="mine")
+    test_labels = examples.loc[examples["split"] == "test", "label"]
+    assert len(test_labels) == 4 and set(test_labels) == {0, 1}
+
+
 def test_unknown_split_value_is_rejected():
     with pytest.raises(AttnauditError, match="unknown split values"):
         tokenise_documents(docs([("a", "validation", 0, "x")]), {}, seed=0)

@@ -260,11 +260,9 @@ def tokenise_documents(
         )
         raise named_error(err, where, note) from err
     if options["test_sample"]:
-        test = docs[docs["split"] == "test"]
-        keep = test.sample(frac=options["test_sample"], random_state=seed + 2).index
-        not_sampled = test.index.difference(keep)
-        dropped[f"test not in the {options['test_sample']:.0%} sample"] = len(not_sampled)
-        docs = docs.drop(index=not_sampled)
+        n_test = int((docs["split"] == "test").sum())
+        docs = sampled_test(docs, options["test_sample"], seed, where, not query)
+        dropped[f"test not in the {options['test_sample']:.0%} sample"] = n_test - int((docs["split"] == "test").sum())
 
     if "important" in docs.columns:
         docs = docs.assign(important=[_shift_important(row, marker_count) for row in docs.itertuples()])
@@ -394,6 +392,22 @@ def run(documents: str, out_dir: str, options: dict, seed: int) -> dict:
     return stats
 
 
+def sampled_test(
+    docs: pd.DataFrame, fraction: float, seed: int, where: str, every_class: bool, class_names: list | None = None
+) -> pd.DataFrame:
+    """``tokenise.test_sample``: a seeded ``fraction`` of the test split kept, the other splits whole; a sample
+    that leaves the test split empty or, with ``every_class``, without a class stops with the counts."""
+    test = docs[docs["split"] == "test"]
+    keep = test.sample(frac=fraction, random_state=seed + 2).index
+    docs = docs.drop(index=test.index.difference(keep))
+    try:
+        check_splits(docs, where, every_class, class_names)
+    except AttnauditError as err:
+        note = f" (tokenise.test_sample: {fraction} keeps {len(keep)} of {len(test)} test documents)"
+        raise named_error(err, where, note) from err
+    return docs
+
+
 def named_error(err: AttnauditError, where: str, note: str = "") -> AttnauditError:
     """``err`` led by ``where`` (unless it starts with it: :func:`check_splits` names it), ``note`` appended."""
     return AttnauditError(f"{err if str(err).startswith(where) else f'{where}: {err}'}{note}")
@@ -507,7 +521,7 @@ def check_user_dataset(dataset: str, corpus: str, entry: dict, options: dict, se
     train/dev/test with every class of the corpus in each split (of a QA/NLI corpus, two classes and every split
     non-empty), as :func:`tokenise_documents` will split it once ``max_examples`` has sliced it and empty
     documents are dropped (its length filters and the drop of answers not in their passage aside: they need every
-    passage tokenised), and that answer words are one token each."""
+    passage tokenised) and ``test_sample`` has sampled its test split, and that answer words are one token each."""
     from attnaudit.corpora.readers import read_user
 
     documents, info = read_user(corpus, entry)
@@ -538,7 +552,13 @@ def check_user_dataset(dataset: str, corpus: str, entry: dict, options: dict, se
     if "answer" in documents.columns:  # candidates: passage; whether each answer is in its passage: the job's
         answer_tokens(documents, tokenize, where)
     try:
-        check_splits(assign_splits(documents, options, seed), where, not query, info["label_names"])
+        split = assign_splits(documents, options, seed)
+        check_splits(split, where, not query, info["label_names"])
     except AttnauditError as err:
         sliced = options["max_examples"] and f" (of the {len(documents)} documents tokenise.max_examples keeps)"
         raise named_error(err, where, sliced or "") from err
+    if options["test_sample"]:  # as the job samples it unless a length filter drops test documents first
+        try:
+            sampled_test(split, options["test_sample"], seed, where, not query, info["label_names"])
+        except AttnauditError as err:
+            raise ConfigKeyError(("datasets", dataset, "tokenise", "test_sample"), str(err)) from err
