@@ -28,6 +28,22 @@ def test_trained_vectors_are_deterministic_and_aligned(planted_dataset, tmp_path
     assert read_json(tmp_path / "a" / "coverage.json")["coverage"] > 0.9
 
 
+@pytest.mark.parametrize("method", ["word2vec", "fasttext"])
+def test_a_min_count_that_leaves_no_word_to_train_is_named(planted_dataset, tmp_path, method):
+    """An ``embeddings.min_count`` above every train word's count stops naming the option and the most frequent word
+    (gensim says "you must first build vocabulary before training the model"; the sentence markers, in every
+    sentence, would be all it trains)."""
+    dataset = str(planted_dataset / "dataset")
+    with pytest.raises(AttnauditError) as err:
+        run(dataset, str(tmp_path / "a"), {"dim": 8, "epochs": 1, "min_count": 10**6, "method": method}, seed=1)
+    message = str(err.value)
+    assert message.startswith(f"embeddings.min_count: 1000000 leaves {method} no word to train"), message
+    assert message.endswith("times); lower it") and "'<s>'" not in message, message
+    count = int(message.split("occurs ")[1].split(" ")[0])
+    run(dataset, str(tmp_path / "b"), {"dim": 8, "epochs": 1, "min_count": count, "method": method}, seed=1)
+    assert read_json(tmp_path / "b" / "coverage.json")["found"] >= 1  # at that count the word is trained
+
+
 def test_pretrained_text_vectors_and_oov_rows_from_a_seeded_normal(tmp_path):
     path = tmp_path / "vectors.txt"
     path.write_text("2 3\nfilm 1 2 3\ngood 0.5 0.5 0.5\n")

@@ -10,6 +10,7 @@ coverage is reported.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,7 @@ import numpy as np
 from attnaudit import AttnauditError
 from attnaudit.embeddings.pretrained import load_pretrained
 from attnaudit.io import atomic_path, merged_options, write_json
-from attnaudit.specials import PAD
+from attnaudit.specials import PAD, SPECIALS
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +42,13 @@ def train_vectors(sentences: list[list[str]], options: dict, seed: int):
     cls = {"word2vec": Word2Vec, "fasttext": FastText}.get(options["method"])
     if cls is None:
         raise AttnauditError(f"embeddings.method must be 'word2vec' or 'fasttext', got {options['method']!r}")
+    counts = Counter(token for sentence in sentences for token in sentence if token not in SPECIALS)
+    if counts and max(counts.values()) < options["min_count"]:  # gensim: "you must first build vocabulary …"
+        word, count = counts.most_common(1)[0]
+        raise AttnauditError(
+            f"embeddings.min_count: {options['min_count']} leaves {options['method']} no word to train (the train "
+            f"split's most frequent word, {word!r}, occurs {count} times); lower it"
+        )
     model = cls(
         sentences=sentences,
         vector_size=options["dim"],
