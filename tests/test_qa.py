@@ -23,6 +23,7 @@ from attnaudit.importance import get_method
 from attnaudit.importance.gradient import autograd_gradient_times_embedding
 from attnaudit.models import Batch, input_gradients, load_model, save_model
 from attnaudit.models.qa import QAConfig, QAModel, candidate_ids
+from attnaudit.specials import SPECIALS
 from attnaudit.tokenise.tokenisation import tokenise_documents
 
 # --- bAbI ----------------------------------------------------------------------------------------------------
@@ -197,7 +198,13 @@ def cnn_documents(tmp_path) -> tuple[pd.DataFrame, list[str]]:
 
 def test_tokenise_query_entities_and_answers_in_vocab(tmp_path):
     docs, _ = cnn_documents(tmp_path)
+    with pytest.raises(AttnauditError, match=r"tokenise.min_count: 50 leaves no word in the vocabulary"):
+        tokenise_documents(docs, {"min_count": 50}, seed=0)  # the answer words alone: every other token <unk>
+    first = docs.iloc[0]
+    chatty = {**first, "id": "cnn-train-00000009", "text": "the " * 60 + first["text"]}  # 'the' clears min_count
+    docs = pd.concat([docs, pd.DataFrame([chatty])], ignore_index=True)
     examples, vocab, stats = tokenise_documents(docs, {"min_count": 50}, seed=0)
+    assert set(vocab) - set(SPECIALS) == {"the", "@entity1", "@entity7"}
     assert "query_tokens" in examples.columns and stats["mean_query_tokens"] > 2
     assert examples["query_tokens"].iloc[0][0] == "<s>" and "@placeholder" in examples["query_tokens"].iloc[0]
     assert "@entity1" in examples["tokens"].iloc[0]  # not mapped to qqq
