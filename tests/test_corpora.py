@@ -563,8 +563,14 @@ NOT_TEXT = pytest.mark.parametrize(
         ),
         (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(range(256)), "an old Excel (.xls) workbook", "mine.xls"),
         (_tar_gz({"mine.csv": _TABLE.encode()}), "a tar archive; extract it (tar -xf)", "mine.tgz"),
+        (
+            b"\x28\xb5\x2f\xfd\x04\x58" + bytes(range(256)),
+            "a zstd-compressed file (gzip, bzip2 and xz",
+            "mine.jsonl.zst",
+        ),
+        (b"7z\xbc\xaf\x27\x1c\x00\x04" + bytes(range(256)), "a 7-Zip archive; extract it", "mine.7z"),
     ],
-    ids=["xlsx", "xls", "tar.gz"],
+    ids=["xlsx", "xls", "tar.gz", "zstd", "7z"],
 )
 
 
@@ -582,8 +588,9 @@ def test_user_file_that_is_no_text_is_named(tmp_path, data, what, name, encoding
 
 @NOT_TEXT
 def test_a_user_file_named_as_no_text_is_named_for_what_it_is(tmp_path, data, what, name):
-    """Under its own name (``mine.xlsx``, ``mine.tgz``: no format's suffix) the entry is checked before any job
-    runs: what the file is, not a format to set (``format: csv`` would only lead to the same file's bytes)."""
+    """Under its own name (``mine.xlsx``, ``mine.tgz``, ``mine.jsonl.zst``: no format's suffix) the entry is checked
+    before any job runs: what the file is, not a format to set (``format: csv`` would only lead to the same file's
+    bytes)."""
     path = tmp_path / name
     path.write_bytes(data)
     with pytest.raises(ConfigKeyError) as err:

@@ -213,6 +213,11 @@ _NOT_TEXT = (
     (re.compile(rb"PK\x03\x04"), "a zip archive (a spreadsheet's .xlsx is one); extract it, or save the sheet as CSV"),
     (re.compile(rb"\xd0\xcf\x11\xe0"), "an old Excel (.xls) workbook; save the sheet as CSV"),
     (
+        re.compile(rb"\x28\xb5\x2f\xfd"),
+        "a zstd-compressed file (gzip, bzip2 and xz are read); decompress it (unzstd), or compress it with gzip or xz",
+    ),
+    (re.compile(rb"7z\xbc\xaf\x27\x1c"), "a 7-Zip archive; extract it and point the path at a file in it"),
+    (
         re.compile(rb".{257}ustar(\x0000|  \x00)", re.DOTALL),
         "a tar archive; extract it (tar -xf) and point the path at a file in it",
     ),
