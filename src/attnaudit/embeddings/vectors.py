@@ -42,15 +42,7 @@ def train_vectors(sentences: list[list[str]], options: dict, seed: int):
     cls = {"word2vec": Word2Vec, "fasttext": FastText}.get(options["method"])
     if cls is None:
         raise AttnauditError(f"embeddings.method must be 'word2vec' or 'fasttext', got {options['method']!r}")
-    counts = Counter(token for sentence in sentences for token in sentence if token not in SPECIALS)
-    if counts and max(counts.values()) < options["min_count"]:  # gensim: "you must first build vocabulary …"
-        word, count = counts.most_common(1)[0]
-        raise AttnauditError(
-            f"embeddings.min_count: {options['min_count']} leaves {options['method']} no word to train (the train "
-            f"split's most frequent word, {word!r}, occurs {count} times); lower it"
-        )
     model = cls(
-        sentences=sentences,
         vector_size=options["dim"],
         window=options["window"],
         min_count=options["min_count"],
@@ -58,6 +50,22 @@ def train_vectors(sentences: list[list[str]], options: dict, seed: int):
         epochs=options["epochs"],
         seed=seed,
         workers=1,
+    )
+    model.build_vocab(corpus_iterable=sentences)  # then train, with the arguments cls(sentences=…) passes
+    if not set(model.wv.key_to_index) - set(SPECIALS):  # gensim: "you must first build vocabulary …"
+        word, count = Counter(t for sentence in sentences for t in sentence if t not in SPECIALS).most_common(1)[0]
+        raise AttnauditError(
+            f"embeddings.min_count: {options['min_count']} leaves {options['method']} no word to train (the train "
+            f"split's most frequent word, {word!r}, occurs {count} times); lower it"
+        )
+    model.train(
+        corpus_iterable=sentences,
+        total_examples=model.corpus_count,
+        total_words=model.corpus_total_words,
+        epochs=model.epochs,
+        start_alpha=model.alpha,
+        end_alpha=model.min_alpha,
+        compute_loss=model.compute_loss,
     )
     return model.wv
 
