@@ -199,14 +199,13 @@ def read_20news(root: Path) -> tuple[pd.DataFrame, dict]:
 
 #: compressed files, read as the file each holds (as pandas and zcat read them): the first bytes that say so
 #: (bzip2's with the block or end-of-stream mark after the block size, so that no text starting "BZh" is taken for
-#: one), the name, the module that reads it (``decompress``, ``open``)
+#: one), the name, the suffix a file name adds to its format's (reviews.csv.gz), the module that reads it (``open``)
 _COMPRESSIONS = (
-    (re.compile(rb"\x1f\x8b"), "gzip", gzip),
-    (re.compile(rb"BZh[1-9](\x31\x41\x59\x26\x53\x59|\x17\x72\x45\x38\x50\x90)"), "bzip2", bz2),
-    (re.compile(rb"\xfd7zXZ\x00"), "xz", lzma),
+    (re.compile(rb"\x1f\x8b"), "gzip", ".gz", gzip),
+    (re.compile(rb"BZh[1-9](\x31\x41\x59\x26\x53\x59|\x17\x72\x45\x38\x50\x90)"), "bzip2", ".bz2", bz2),
+    (re.compile(rb"\xfd7zXZ\x00"), "xz", ".xz", lzma),
 )
-#: the suffixes of those compressions, which a file name may add to its format's: reviews.csv.gz
-COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz")
+COMPRESSED_SUFFIXES = tuple(suffix for _, _, suffix, _ in _COMPRESSIONS)
 #: the first bytes of files that are no text in any encoding, and what to do with each (a tar archive's mark,
 #: POSIX's or GNU's, is at byte 257)
 _NOT_TEXT = (
@@ -229,7 +228,7 @@ _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 
 def _compression(data: bytes) -> tuple[str, Any] | None:
-    return next(((name, module) for magic, name, module in _COMPRESSIONS if magic.match(data)), None)
+    return next(((name, module) for magic, name, _, module in _COMPRESSIONS if magic.match(data)), None)
 
 
 @contextlib.contextmanager
