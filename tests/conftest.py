@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from forked_snakemake import run_snakemake
 from opened_files import strace_prefix
 from system_packages import unavailable
 
@@ -76,7 +77,9 @@ def tiny_batch(lengths=(5, 9, 3, 7), seed: int = 0, markers: bool = True, guide:
     return collate(sequences, labels, [f"doc-{seed}-{i}" for i in range(len(lengths))], guides=guides)
 
 
-SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
+#: The workflow's arguments to Snakemake, and its whole command line (for a process the test starts itself).
+WORKFLOW = ["--snakefile", str(REPO / "Snakefile")]
+SNAKEMAKE = [sys.executable, "-m", "snakemake", *WORKFLOW]
 
 
 def mirror_dir() -> Path | None:
@@ -193,16 +196,21 @@ def snakemake(
     prefix: list[str] | None = None,
 ):
     """``snakemake --directory workdir --configfile config --replace-workflow-config *args`` with the mirror, in
-    this process's environment or ``env``, after ``prefix`` (e.g. strace)."""
-    cmd = [*(prefix or []), *SNAKEMAKE, "--directory", str(workdir), "--configfile", str(config)]
-    cmd += ["--replace-workflow-config", *args]
+    this process's environment or ``env``, after ``prefix`` (e.g. strace); without a prefix, forked from a process
+    that has imported Snakemake (tests/forked_snakemake.py)."""
+    arguments = [*WORKFLOW, "--directory", str(workdir), "--configfile", str(config), "--replace-workflow-config"]
+    arguments += args
     env = {**(os.environ if env is None else env)}
     if mirror_dir() is not None:
         env["ATTNAUDIT_MIRROR"] = str(mirror_dir())
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    if prefix:
+        command = [*prefix, sys.executable, "-m", "snakemake", *arguments]
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
+    else:
+        proc = run_snakemake(arguments, env=env, timeout=timeout)
     if check and proc.returncode != 0:
         raise AssertionError(
-            f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+            f"snakemake {' '.join(arguments)} failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
         )
     return proc
 

@@ -3,11 +3,11 @@
 import copy
 import re
 import subprocess
-import sys
 
 import pytest
 import yaml
-from conftest import REPO, SHIPPED_CONFIGS
+from conftest import REPO, SHIPPED_CONFIGS, WORKFLOW
+from forked_snakemake import run_snakemake
 
 from attnaudit.config_errors import DefaultFillingValidator, check_config, read_command_line_values
 from attnaudit.modelsheet import sheet
@@ -18,11 +18,8 @@ def dry_run(tmp_path, cfg: dict, *flags: str) -> subprocess.CompletedProcess:
     tmp_path.mkdir(parents=True, exist_ok=True)
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    return subprocess.run(
-        [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "-n", *flags]
-        + ["--directory", str(tmp_path), "--configfile", str(path), "--replace-workflow-config"],
-        capture_output=True,
-        text=True,
+    return run_snakemake(
+        [*WORKFLOW, "-n", *flags, "--directory", str(tmp_path), "--configfile", str(path), "--replace-workflow-config"],
         timeout=300,
     )
 
@@ -328,21 +325,21 @@ def test_a_key_given_twice_in_a_config_file_is_named(tmp_path):
     would train on the defaults the first block was written to change. The dry run stops with the file and both
     lines, for ``config.yaml`` and for a file given with ``--configfile``."""
     twice = "datasets:\n  planted:\n    corpus: planted\n    train: {epochs: 1}\n  planted:\n    corpus: planted\n"
-    command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "-n"]
+    command = [*WORKFLOW, "-n"]
     command += ["--directory", str(tmp_path)]
     (tmp_path / "config.yaml").write_text(twice)
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    proc = run_snakemake(command, timeout=300)
     assert proc.returncode != 0
     assert "config.yaml:5: key 'planted' is given twice in one mapping (first at line 2)" in proc.stdout + proc.stderr
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(BASE))
     path = tmp_path / "experiment.yaml"
     path.write_text(twice)
     command += ["--configfile", str(path), "--replace-workflow-config"]
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    proc = run_snakemake(command, timeout=300)
     assert proc.returncode != 0
     assert f"{path}:5: key 'planted' is given twice in one mapping (first at line 2)" in proc.stdout + proc.stderr
     path.write_text("datasets:\n  planted:\n    corpus: planted\n    train: {epochs: 1}\n")
-    assert subprocess.run(command, capture_output=True, text=True, timeout=300).returncode == 0
+    assert run_snakemake(command, timeout=300).returncode == 0
 
 
 @pytest.mark.parametrize(
@@ -360,12 +357,12 @@ def test_a_config_yaml_that_cannot_be_read_names_its_line(tmp_path, text, expect
     workflow reads ``config.yaml`` first and says where. A JSON config.yaml (JSON allows the tabs YAML forbids)
     still runs."""
     (tmp_path / "config.yaml").write_bytes(text)
-    command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "-n"]
-    proc = subprocess.run(command + ["--directory", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    command = [*WORKFLOW, "-n"]
+    proc = run_snakemake(command + ["--directory", str(tmp_path)], timeout=300)
     assert proc.returncode != 0
     assert re.search(rf"config\.yaml:{expected}", proc.stdout + proc.stderr), proc.stderr[-2000:]
     (tmp_path / "config.yaml").write_text('{\n\t"datasets": {\n\t\t"planted": {"corpus": "planted"}\n\t}\n}\n')
-    proc = subprocess.run(command + ["--directory", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    proc = run_snakemake(command + ["--directory", str(tmp_path)], timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 
@@ -461,13 +458,13 @@ def test_the_workflow_names_where_a_config_error_is_written(tmp_path):
     """The Snakefile's ``config.yaml``, a ``--configfile`` layered on it and ``--config``, in Snakemake's order of
     precedence; the schema's errors and the workflow's own checks of a key (a stage's datasets, a dataset's J&W
     overrides) alike."""
-    command = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "-n"]
+    command = [*WORKFLOW, "-n"]
     command += ["--directory", str(tmp_path)]
     workflow_config = tmp_path / "config.yaml"
     experiment = tmp_path / "experiment.yaml"
 
     def said(*flags: str) -> str:
-        proc = subprocess.run(command + list(flags), capture_output=True, text=True, timeout=300)
+        proc = run_snakemake(command + list(flags), timeout=300)
         assert proc.returncode != 0, proc.stdout[-2000:]
         return proc.stdout + proc.stderr
 

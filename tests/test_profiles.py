@@ -11,7 +11,8 @@ import subprocess
 import sys
 
 import yaml
-from conftest import REPO, SNAKEMAKE, snakemake
+from conftest import REPO, WORKFLOW, snakemake
+from forked_snakemake import run_snakemake
 from test_faults import user_config, write_corpus
 
 from attnaudit.cli import build_parser
@@ -84,7 +85,8 @@ def test_every_command_that_takes_threads_is_given_its_jobs_threads(tmp_path):
     command that takes ``--threads`` must be passed them, else the job holds the cores and computes on one. Every
     rule set to 3 threads, the end-to-end config planned with 3 cores: each planned command whose parser has
     ``--threads`` gets 3."""
-    listed = subprocess.run([*SNAKEMAKE, "--list-rules"], capture_output=True, text=True, cwd=REPO, check=True)
+    listed = run_snakemake([*WORKFLOW, "--list-rules"], cwd=REPO)
+    assert listed.returncode == 0, listed.stderr
     rules = [line.split()[0] for line in listed.stdout.splitlines() if re.match(r"[a-z_]+( \(|$)", line)]
     overrides = [f"{rule}=3" for rule in rules if rule != "all"]
     planned = snakemake(

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SHIPPED_CONFIGS, SNAKEMAKE
+from conftest import REPO, SHIPPED_CONFIGS, WORKFLOW
+from forked_snakemake import run_snakemake
 
 BIN = Path(sys.executable).parent
 
@@ -29,15 +30,15 @@ def test_tree_is_clean(command):
 
 
 def test_lint_is_clean():
-    proc = run([*SNAKEMAKE, "--lint"])
+    proc = run_snakemake([*WORKFLOW, "--lint"], cwd=REPO, timeout=600)
     assert proc.returncode == 0 and "Congratulations" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
 
 
 @pytest.mark.parametrize("config", SHIPPED_CONFIGS, ids=[str(c.relative_to(REPO)) for c in SHIPPED_CONFIGS])
 def test_every_config_builds_its_dag(config, tmp_path):
-    proc = run(
+    proc = run_snakemake(
         [
-            *SNAKEMAKE,
+            *WORKFLOW,
             "-n",
             "--quiet",
             "rules",
@@ -46,7 +47,9 @@ def test_every_config_builds_its_dag(config, tmp_path):
             "--configfile",
             str(config),
             "--replace-workflow-config",
-        ]
+        ],
+        cwd=REPO,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
