@@ -298,6 +298,36 @@ def test_a_length_filter_that_drops_a_whole_class_is_named(options, texts, expec
     assert set(examples["label"]) == {0, 1}
 
 
+def test_the_tokenise_job_names_classes_by_the_names_the_corpus_job_read(tmp_path):
+    """documents.parquet carries the corpus's class names (written by the corpus stage), so the tokenise job's
+    messages say 'neg', as the dry run's do, rather than label 0."""
+    from attnaudit import corpora
+    from attnaudit.tokenise import tokenisation
+
+    csv = tmp_path / "mine.csv"
+    lines = [
+        f'"{"a long and rather tiresome film " * 5 if i % 2 else "a good film"}",{"neg" if i % 2 else "pos"}'
+        for i in range(40)
+    ]
+    csv.write_text("text,label\n" + "\n".join(lines) + "\n")
+    documents = tmp_path / "documents.parquet"
+    entry = {"path": str(csv), "text_column": "text", "label_column": "label"}
+    manifest = corpora.run(
+        "mine", out=documents, manifest=tmp_path / "manifest.json", raw_dir=tmp_path, user_corpora={"mine": entry}
+    )
+    assert pd.read_parquet(documents).attrs["label_names"] == manifest["label_names"]
+    with pytest.raises(AttnauditError) as err:
+        tokenisation.run(str(documents), str(tmp_path / "mine"), {"max_tokens": 10}, seed=0)
+    message = str(err.value)
+    assert "the length filters drop every document of class(es) ['neg']" in message, message
+    assert "20 documents, by label {'neg': 20}" in message, message
+    with pytest.raises(AttnauditError) as err:
+        tokenisation.run(str(documents), str(tmp_path / "mine"), {"test_sample": 0.07}, seed=0)
+    message = str(err.value)
+    assert "test has none of class(es) ['" in message and "'train': {'neg': " in message, message
+    assert tokenisation.run(str(documents), str(tmp_path / "mine"), {}, seed=0)["total"] == 40
+
+
 def test_a_min_count_that_leaves_no_word_is_named():
     """A ``min_count`` above every train word's count would make every token <unk> (a vocabulary of the specials
     alone: a model, and its attention, over nothing): it stops naming the option and the most frequent word."""

@@ -2,8 +2,10 @@
 
 ``documents.parquet``: ``id`` (str, stable), ``split`` (train/dev/test, or "all" without an official split),
 ``label`` (int64, 0..C-1), ``text`` (raw; empty documents kept) and, for ``planted`` only, ``important``
-(whitespace-word positions of the planted markers). ``manifest.json``: corpus, label_names, source, every
-verified file with its sha256, counts per split × label, the tokeniser ``defaults`` (J&W §3), options, seed.
+(whitespace-word positions of the planted markers); its pandas ``attrs`` hold ``label_names`` (label i's class
+name), so that the tokenise job names classes without reading the manifest. ``manifest.json``: corpus,
+label_names, source, every verified file with its sha256, counts per split × label, the tokeniser ``defaults``
+(J&W §3), options, seed.
 """
 
 from __future__ import annotations
@@ -87,6 +89,7 @@ def build_corpus(
     label_names = list(info.pop("label_names", None) or spec.label_names)
     files = info.pop("files", None) or files
     _check(frame, label_names, name)
+    frame.attrs["label_names"] = label_names  # stored in the parquet file (pandas' PANDAS_ATTRS metadata)
     if spec.query and "query" not in frame.columns:
         raise AttnauditError(f"corpus {name!r}: a QA/NLI reader must give every document a query")
     manifest: dict[str, Any] = {

@@ -195,7 +195,9 @@ LENGTH_FILTERS = {  # what each length option drops (J&W's code drops by length 
 def tokenise_documents(
     docs: pd.DataFrame, options: dict, seed: int, where: str = "the dataset"
 ) -> tuple[pd.DataFrame, dict, dict]:
-    """Return (examples, vocab, stats); ``where`` names the dataset in errors."""
+    """Return (examples, vocab, stats); ``where`` names the dataset in errors, and classes by the names
+    ``docs.attrs["label_names"]`` holds (documents.parquet's, written by the corpus job), else by their numbers."""
+    class_names = docs.attrs.get("label_names")
     options = merged_options("tokenise", DEFAULTS, options)
     missing = {"id", "split", "label", "text"} - set(docs.columns)
     if missing:
@@ -236,7 +238,7 @@ def tokenise_documents(
     length_drops = {option: by_label for option, by_label in length_drops.items() if len(by_label)}
     filters = "".join(
         f"; tokenise.{option}: {options[option]} drops {LENGTH_FILTERS[option]}: {by_label.sum()} documents, by "
-        f"label {abridged({int(label): int(n) for label, n in by_label.sort_index().items()})}"
+        f"label {abridged({class_name(label, class_names): int(n) for label, n in by_label.sort_index().items()})}"
         for option, by_label in length_drops.items()
     )
 
@@ -245,13 +247,15 @@ def tokenise_documents(
         raise AttnauditError(f"{where}: tokenising drops every document ({removed}){filters}")
     lost = sorted(int(label) for label in set(labels_before.index) - set(docs["label"]))
     if length_drops and lost and not query:
+        lost = [class_name(label, class_names) for label in lost]
         raise AttnauditError(
-            f"{where}: the length filters drop every document of label(s) {abridged(lost)}, which a classifier then "
+            f"{where}: the length filters drop every document of {'class(es)' if class_names else 'label(s)'} "
+            f"{abridged(lost)}, which a classifier then "
             f"never learns nor is tested on{filters}; raise or remove the filter"
         )
     try:
         docs = assign_splits(docs, options, seed)
-        check_splits(docs, where, every_class_everywhere=not query)
+        check_splits(docs, where, not query, class_names)
     except AttnauditError as err:
         note = (
             f" (after dropping {sum(removed.values())} documents when tokenising: {removed}{filters})"
@@ -261,7 +265,7 @@ def tokenise_documents(
         raise named_error(err, where, note) from err
     if options["test_sample"]:
         n_test = int((docs["split"] == "test").sum())
-        docs = sampled_test(docs, options["test_sample"], seed, where, not query)
+        docs = sampled_test(docs, options["test_sample"], seed, where, not query, class_names)
         dropped[f"test not in the {options['test_sample']:.0%} sample"] = n_test - int((docs["split"] == "test").sum())
 
     if "important" in docs.columns:
@@ -428,7 +432,7 @@ def check_splits(
     classes = sorted(int(c) for c in counts.columns)
 
     def named(label: int):
-        return class_names[label] if class_names and 0 <= label < len(class_names) else label
+        return class_name(label, class_names)
 
     per_split = {split: {int(k): int(v) for k, v in row.items() if v} for split, row in counts.iterrows()}
     counts_named = (
@@ -472,6 +476,12 @@ def check_splits(
                 "split without a class has no F1 or ROC-AUC for it; add examples, fix the split column or drop "
                 "the class"
             )
+
+
+def class_name(label, class_names: list | None):
+    """Label ``label``'s class name in ``class_names``, else the label itself."""
+    label = int(label)
+    return class_names[label] if class_names and 0 <= label < len(class_names) else label
 
 
 def abridged(items: list | dict, shown: int = 10) -> str:
