@@ -197,6 +197,55 @@ def read_20news(root: Path) -> tuple[pd.DataFrame, dict]:
 # --- CSV helpers (AG News, ADR, user corpora) ---------------------------------------------------------------
 
 
+class _ZstdFile(io.RawIOBase):
+    """A zstd stream decompressed as it is read, by pyarrow's codec (Python's standard library has zstd only from
+    3.14); rewound by starting over, as :func:`_content` rewinds a layer after reading its first bytes."""
+
+    def __init__(self, raw: BinaryIO):
+        self._raw = raw
+        self.seek(0)
+
+    @classmethod
+    def open(cls, raw: BinaryIO, mode: str = "rb") -> _ZstdFile:
+        return cls(raw)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        data = self._stream.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def readall(self) -> bytes:
+        return self._stream.read()
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        if (offset, whence) != (0, io.SEEK_SET):
+            raise io.UnsupportedOperation("a zstd stream is only rewound")
+        import pyarrow
+
+        self._raw.seek(0)
+        self._stream = pyarrow.CompressedInputStream(pyarrow.PythonFile(_Borrowed(self._raw), mode="r"), "zstd")
+        return 0
+
+
+class _Borrowed:
+    """A handle as pyarrow reads it (``read``, ``closed``) but never closes it: a rewound :class:`_ZstdFile` drops
+    its stream, and collecting that stream would close the handle its owner still reads."""
+
+    def __init__(self, raw: BinaryIO):
+        self._raw = raw
+        self.read = raw.read
+
+    @property
+    def closed(self) -> bool:
+        return self._raw.closed
+
+    def close(self) -> None:
+        pass
+
+
 #: compressed files, read as the file each holds (as pandas and zcat read them): the first bytes that say so
 #: (bzip2's with the block or end-of-stream mark after the block size, so that no text starting "BZh" is taken for
 #: one), the name, the suffix a file name adds to its format's (reviews.csv.gz), the module that reads it (``open``)
@@ -204,6 +253,7 @@ _COMPRESSIONS = (
     (re.compile(rb"\x1f\x8b"), "gzip", ".gz", gzip),
     (re.compile(rb"BZh[1-9](\x31\x41\x59\x26\x53\x59|\x17\x72\x45\x38\x50\x90)"), "bzip2", ".bz2", bz2),
     (re.compile(rb"\xfd7zXZ\x00"), "xz", ".xz", lzma),
+    (re.compile(rb"\x28\xb5\x2f\xfd"), "zstd", ".zst", _ZstdFile),
 )
 COMPRESSED_SUFFIXES = tuple(suffix for _, _, suffix, _ in _COMPRESSIONS)
 #: the first bytes of files that are no text in any encoding, and what to do with each (a tar archive's mark,
@@ -211,10 +261,6 @@ COMPRESSED_SUFFIXES = tuple(suffix for _, _, suffix, _ in _COMPRESSIONS)
 _NOT_TEXT = (
     (re.compile(rb"PK\x03\x04"), "a zip archive (a spreadsheet's .xlsx is one); extract it, or save the sheet as CSV"),
     (re.compile(rb"\xd0\xcf\x11\xe0"), "an old Excel (.xls) workbook; save the sheet as CSV"),
-    (
-        re.compile(rb"\x28\xb5\x2f\xfd"),
-        "a zstd-compressed file (gzip, bzip2 and xz are read); decompress it (unzstd), or compress it with gzip or xz",
-    ),
     (re.compile(rb"7z\xbc\xaf\x27\x1c"), "a 7-Zip archive; extract it and point the path at a file in it"),
     (
         re.compile(rb".{257}ustar(\x0000|  \x00)", re.DOTALL),
@@ -233,7 +279,7 @@ def _compression(data: bytes) -> tuple[str, Any] | None:
 
 @contextlib.contextmanager
 def _content(path: Path) -> Iterator[BinaryIO]:
-    """A binary handle on what a file holds, as :func:`decode_file` reads it: a gzip, bzip2 or xz file (compressed
+    """A binary handle on what a file holds, as :func:`decode_file` reads it: a gzip, bzip2, xz or zstd file (compressed
     once or more) decompressed as it is read; one that does not decompress is named as such."""
     compression = None
     try:
@@ -265,7 +311,7 @@ def _head(path: Path) -> bytes | None:
 
 
 def compressed(path: Path) -> bool:
-    """Whether a file is gzip, bzip2 or xz-compressed (by its first bytes, whatever its name)."""
+    """Whether a file is gzip, bzip2, xz or zstd-compressed (by its first bytes, whatever its name)."""
     with path.open("rb") as handle:
         return _compression(handle.read(_HEAD_BYTES)) is not None
 
@@ -311,7 +357,7 @@ def misread_utf16_advice(data: bytes, encoding: str) -> str | None:
 def decode_file(path: Path, encoding: str = "utf-8") -> str:
     """Read a text file; a decoding error names the file, the line and the encoding. An archive or a
     spreadsheet is named as such (whatever the encoding, since e.g. latin-1 decodes any bytes), and so is UTF-16.
-    A gzip, bzip2 or xz file is read as the file it holds.
+    A gzip, bzip2, xz or zstd file is read as the file it holds.
     A NUL character stops the read with its line: no text holds one, and UTF-8 would take it silently (UTF-16
     without a byte-order mark has one in every other byte; a file padded with NUL blocks was cut off by a crash).
     A file read as UTF-16 in the wrong byte order, or one that is no UTF-16 at all, decodes into one line of CJK
