@@ -1,7 +1,7 @@
 """``python -m snakemake …`` for the tests, forked from a process that has already imported Snakemake.
 
 A dry run that stops at a config error takes ~1.8 s, of which ~1.2 s is importing Snakemake (its CLI pulls in
-pandas, pyarrow and SQLAlchemy) and the workflow's modules; the suite runs ~250 Snakemake commands. One server
+pandas, pyarrow and SQLAlchemy) and the workflow's modules; the suite runs some 200 Snakemake commands. One server
 process per pytest worker imports them once and forks a child for each command. The child is the command from
 Snakemake's ``__main__`` on: the same arguments (``sys.argv``), working directory, environment, standard streams
 (stdin /dev/null, stdout and stderr captured as text, as ``subprocess.run(capture_output=True, text=True)``) and
@@ -52,7 +52,8 @@ def serve(requests, replies) -> None:
         importlib.import_module(module)
     for line in requests:
         request = json.loads(line)
-        sys.stdout.flush(), sys.stderr.flush()  # nothing of the server's in the child's streams
+        sys.stdout.flush()  # nothing of the server's in the child's streams
+        sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
             replies.close()
@@ -111,7 +112,8 @@ class Server:
     def run(self, args: list[str], cwd: str, env: dict, timeout: float | None) -> subprocess.CompletedProcess:
         with tempfile.TemporaryDirectory(prefix="forked-snakemake-") as tmp:
             out, err = Path(tmp, "stdout"), Path(tmp, "stderr")
-            out.touch(), err.touch()
+            out.touch()
+            err.touch()
             request = {"args": args, "cwd": cwd, "env": env, "stdout": str(out), "stderr": str(err)}
             self.process.stdin.write(json.dumps(request) + "\n")
             self.process.stdin.flush()
