@@ -325,8 +325,7 @@ def test_a_key_given_twice_in_a_config_file_is_named(tmp_path):
     would train on the defaults the first block was written to change. The dry run stops with the file and both
     lines, for ``config.yaml`` and for a file given with ``--configfile``."""
     twice = "datasets:\n  planted:\n    corpus: planted\n    train: {epochs: 1}\n  planted:\n    corpus: planted\n"
-    command = [*WORKFLOW, "-n"]
-    command += ["--directory", str(tmp_path)]
+    command = [*WORKFLOW, "-n", "--directory", str(tmp_path)]
     (tmp_path / "config.yaml").write_text(twice)
     proc = run_snakemake(command, timeout=300)
     assert proc.returncode != 0
@@ -458,8 +457,7 @@ def test_the_workflow_names_where_a_config_error_is_written(tmp_path):
     """The Snakefile's ``config.yaml``, a ``--configfile`` layered on it and ``--config``, in Snakemake's order of
     precedence; the schema's errors and the workflow's own checks of a key (a stage's datasets, a dataset's J&W
     overrides) alike."""
-    command = [*WORKFLOW, "-n"]
-    command += ["--directory", str(tmp_path)]
+    command = [*WORKFLOW, "-n", "--directory", str(tmp_path)]
     workflow_config = tmp_path / "config.yaml"
     experiment = tmp_path / "experiment.yaml"
 
