@@ -2,33 +2,33 @@
 # audits → tables and figures. Wiring only; helpers live in rules/common.smk.
 from snakemake.utils import min_version
 
-from attnaudit.config_errors import check_config_files
+from attnaudit.config_errors import check_config_files, config_errors_end_the_run
 
 min_version("9.0")
-check_config_files(["config.yaml"])  # before Snakemake reads it: its syntax error names neither file nor line
 
+# a config error ends the run with its message alone (file:line: config <key>: ...), not under a traceback
+with config_errors_end_the_run():
+    check_config_files(["config.yaml"])  # before Snakemake reads it: its syntax error names neither file nor line
 
-configfile: "config.yaml"
+    configfile: "config.yaml"
 
+    include: "rules/common.smk"
+    include: "rules/corpora.smk"
+    include: "rules/tokenise.smk"
+    include: "rules/embeddings.smk"
+    include: "rules/train.smk"
+    include: "rules/importance.smk"
+    include: "rules/jain_wallace.smk"
+    include: "rules/saliency.smk"
+    include: "rules/wiegreffe_pinter.smk"
+    include: "rules/tutek_snajder.smk"
+    include: "rules/tables.smk"
+    include: "rules/cards.smk"
+    include: "rules/explorer.smk"
 
-include: "rules/common.smk"
-include: "rules/corpora.smk"
-include: "rules/tokenise.smk"
-include: "rules/embeddings.smk"
-include: "rules/train.smk"
-include: "rules/importance.smk"
-include: "rules/jain_wallace.smk"
-include: "rules/saliency.smk"
-include: "rules/wiegreffe_pinter.smk"
-include: "rules/tutek_snajder.smk"
-include: "rules/tables.smk"
-include: "rules/cards.smk"
-include: "rules/explorer.smk"
-
-
-keep_freed_memory_in_jobs()
-check_profile_rule_names()
-check_slurm_placeholders()
+    keep_freed_memory_in_jobs()
+    check_profile_rule_names()
+    check_slurm_placeholders()
 
 
 onsuccess:

@@ -9,7 +9,13 @@ import yaml
 from conftest import REPO, SHIPPED_CONFIGS, WORKFLOW
 from forked_snakemake import run_snakemake
 
-from attnaudit.config_errors import DefaultFillingValidator, check_config, read_command_line_values
+from attnaudit import ConfigKeyError
+from attnaudit.config_errors import (
+    DefaultFillingValidator,
+    check_config,
+    config_errors_end_the_run,
+    read_command_line_values,
+)
 from attnaudit.modelsheet import sheet
 
 
@@ -242,6 +248,21 @@ def test_invalid_config_names_the_key(tmp_path, cfg, expected):
     assert proc.returncode != 0
     assert expected in proc.stdout + proc.stderr, (proc.stdout + proc.stderr)[-3000:]
     assert "Failed validating" not in proc.stdout + proc.stderr  # not Snakemake's dump of the schema
+
+
+def test_a_config_error_ends_the_run_with_its_message_alone(tmp_path):
+    """The message and exit status 1, not under Snakemake's "AttnauditError in file rules/common.smk, line N:" and
+    the workflow's traceback; an exception that is no config error (a bug) keeps Snakemake's traceback."""
+    proc = dry_run(tmp_path, {**BASE, "seed": -1})
+    said = (proc.stdout + proc.stderr).strip().splitlines()
+    assert proc.returncode == 1, said
+    assert re.fullmatch(rf"{re.escape(str(tmp_path / 'config.yaml'))}:\d+: config seed: -1 is less than .*", said[-1])
+    assert not [line for line in said if "Error" in line or 'File "' in line], said
+    with pytest.raises(SystemExit) as stop, config_errors_end_the_run():
+        raise ConfigKeyError(("seed",), "-1 is less than the minimum of 0")
+    assert stop.value.code == "config seed: -1 is less than the minimum of 0"
+    with pytest.raises(ZeroDivisionError), config_errors_end_the_run():
+        raise ZeroDivisionError("a bug keeps its traceback")
 
 
 def test_values_nested_in_command_line_config_mean_what_they_mean_in_a_config_file(tmp_path):

@@ -14,6 +14,7 @@ booleans and nulls nested in ``--config``, which Snakemake hands over as text, a
 from __future__ import annotations
 
 import ast
+import contextlib
 import copy
 import json
 import re
@@ -343,6 +344,17 @@ def _syntax_error(path: Path, err: yaml.YAMLError) -> str:
     elif err.problem == "mapping values are not allowed here":
         message += "; a key indented unlike the keys beside it, or ': ' inside a value that needs quotes"
     return message
+
+
+@contextlib.contextmanager
+def config_errors_end_the_run():
+    """Inside, an error meant for the user (:class:`AttnauditError`: a config key or file, with its line) ends
+    Snakemake with its message alone and exit status 1, where Snakemake would head it "AttnauditError in file
+    rules/common.smk, line N:" and follow it with the workflow's traceback; any other exception keeps Snakemake's."""
+    try:
+        yield
+    except AttnauditError as err:
+        raise SystemExit(str(err)) from None
 
 
 def check_config_files(paths) -> None:
