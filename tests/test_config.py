@@ -377,12 +377,12 @@ def test_a_config_yaml_that_cannot_be_read_names_its_line(tmp_path, text, expect
     workflow reads ``config.yaml`` first and says where. A JSON config.yaml (JSON allows the tabs YAML forbids)
     still runs."""
     (tmp_path / "config.yaml").write_bytes(text)
-    command = [*WORKFLOW, "-n"]
-    proc = run_snakemake(command + ["--directory", str(tmp_path)], timeout=300)
+    command = [*WORKFLOW, "-n", "--directory", str(tmp_path)]
+    proc = run_snakemake(command, timeout=300)
     assert proc.returncode != 0
     assert re.search(rf"config\.yaml:{expected}", proc.stdout + proc.stderr), proc.stderr[-2000:]
     (tmp_path / "config.yaml").write_text('{\n\t"datasets": {\n\t\t"planted": {"corpus": "planted"}\n\t}\n}\n')
-    proc = run_snakemake(command + ["--directory", str(tmp_path)], timeout=300)
+    proc = run_snakemake(command, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 

@@ -430,9 +430,7 @@ def check_splits(
     ``class_names`` if given, needs examples in train, dev and test."""
     counts = docs.groupby(["split", "label"]).size().unstack(fill_value=0)
     classes = sorted(int(c) for c in counts.columns)
-
-    def named(label: int):
-        return class_name(label, class_names)
+    named = partial(class_name, class_names=class_names)
 
     per_split = {split: {int(k): int(v) for k, v in row.items() if v} for split, row in counts.iterrows()}
     counts_named = (
