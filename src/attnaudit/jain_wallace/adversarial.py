@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from attnaudit.adam import Adam
 from attnaudit.jain_wallace import rng
 from attnaudit.jain_wallace.common import Context, batch_seeds, instance_columns, ragged
 from attnaudit.masks import content_mask
@@ -154,7 +155,7 @@ def find_adversaries(
     theta = initial_logits(seeds, k, support.shape[1], init_scale).to(hidden)
     theta.requires_grad_(True)
     if getattr(model, "linear_decoder", False):  # closed-form gradient on the per-token logits
-        optimiser = torch.optim.Adam([theta], lr=lr, amsgrad=amsgrad, fused=True)  # one kernel per step
+        optimiser = Adam([theta], lr=lr, amsgrad=amsgrad, fused=True)  # one kernel per step
         with torch.no_grad():
             token_logits = model.token_logits(hidden, query)  # [B, T, C]
             outside = torch.zeros_like(theta[:, :1]).masked_fill_(~mask, float("-inf"))  # softmax on the support
@@ -164,13 +165,13 @@ def find_adversaries(
                 theta.grad = -softmax_backward(alpha, ascent)
                 optimiser.step()
     else:
-        optimiser = torch.optim.Adam([theta], lr=lr, amsgrad=amsgrad)
+        optimiser = Adam([theta], lr=lr, amsgrad=amsgrad)
         with frozen(model), torch.enable_grad():
             for _ in range(steps):
                 alpha = masked_softmax(theta, mask)
                 probs = torch.softmax(model.decode(hidden, alpha, query), dim=-1)
                 loss = -relaxed_objective(alpha, alpha_hat, probs, probs_hat, epsilon, lam).sum()
-                optimiser.zero_grad(set_to_none=True)
+                optimiser.zero_grad()
                 loss.backward()
                 optimiser.step()
     with torch.no_grad():

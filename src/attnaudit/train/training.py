@@ -29,6 +29,7 @@ from sklearn.metrics import accuracy_score, f1_score, roc_auc_score
 from tqdm import tqdm
 
 from attnaudit import AttnauditError
+from attnaudit.adam import Adam
 from attnaudit.data import Encoded, encode_split, iterate_batches, load_examples
 from attnaudit.io import load_npy, load_torch, write_json, write_parquet
 from attnaudit.masks import marker_ids
@@ -133,12 +134,13 @@ def build_model(spec: dict, vocab: dict[str, int], num_classes: int, matrix: tor
     return AttentionClassifier(cfg, matrix)
 
 
-def adam(model, spec: dict) -> torch.optim.Adam:
+def adam(model, spec: dict) -> Adam:
     """J&W's optimiser as their App. A.1 states it, "the Adam Optimizer with default parameters in PyTorch" and ℓ2
     regularisation (``weight_decay``) "applied to all parameters", as one fused kernel over all parameters: the dense
     update of the embedding matrix (4M parameters on SST) costs more than the BiLSTM's backward pass with the
     per-tensor loop. J&W's and W&P's classification code differs from the paper in two ways a model may take:
-    AMSGrad (``amsgrad: true``) and no decay on the attention's parameters (``attention_weight_decay: 0``)."""
+    AMSGrad (``amsgrad: true``) and no decay on the attention's parameters (``attention_weight_decay: 0``).
+    ``torch.optim.Adam``'s update without its import of ``torch._dynamo`` (:mod:`attnaudit.adam`)."""
     trained = [(name, p) for name, p in model.named_parameters() if p.requires_grad]
     decay, attention_decay = spec["weight_decay"], spec["attention_weight_decay"]
     groups: list = [p for _, p in trained]
@@ -147,7 +149,7 @@ def adam(model, spec: dict) -> torch.optim.Adam:
         rest = [p for name, p in trained if not name.startswith("attention.")]
         groups = [{"params": rest}, {"params": attention, "weight_decay": attention_decay}]
         groups = [group for group in groups if group["params"]]
-    return torch.optim.Adam(groups, lr=spec["lr"], weight_decay=decay, amsgrad=spec["amsgrad"], fused=True)
+    return Adam(groups, lr=spec["lr"], weight_decay=decay, amsgrad=spec["amsgrad"], fused=True)
 
 
 def epoch_losses(
