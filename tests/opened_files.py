@@ -99,31 +99,41 @@ class Trace:
             self.writes[process].add(names[1])
 
 
-def undeclared_reads(trace_path: Path, workdir: Path, jobs: list[Job]) -> tuple[int, set[tuple[str, str]]]:
-    """(jobs traced, {(rule, file)}): files under ``workdir`` an attnaudit job of ``jobs`` (the run's
-    :func:`attnaudit.job_costs.read_summary`) opened for reading that are none of its declared inputs (or inside a
-    declared input folder), its outputs or its log."""
+def job_reads(trace_path: Path, workdir: Path, jobs: list[Job]) -> list[tuple[Job, set[str]]]:
+    """Each attnaudit job of ``jobs`` (the run's :func:`attnaudit.job_costs.read_summary`) that the trace holds,
+    with the files its process opened for reading (as the process named them: absolute, or relative to
+    ``workdir``). A job is told apart by the files it or its shell wrote (its outputs and its log)."""
     workdir = Path(os.path.realpath(workdir))
     by_written = {f: job for job in jobs for f in (*job.outputs, *job.logs)}
-
-    def relative(path: str) -> str | None:
-        full = os.path.normpath(workdir / path)
-        return os.path.relpath(full, workdir) if full.startswith(f"{workdir}{os.sep}") else None
-
-    trace, traced, undeclared = Trace(trace_path), 0, set()
+    trace, found = Trace(trace_path), []
     for process, argv in trace.argv.items():
         if argv[1:3] != ["-m", "attnaudit"]:
             continue
-        written = {relative(f) for f in trace.writes[process] | trace.writes.get(trace.parent.get(process), set())}
+        shell = trace.parent.get(process)  # the job's shell opened its log
+        written = {relative(workdir, f) for f in trace.writes[process] | trace.writes.get(shell, set())}
         matched = {id(by_written[f]): by_written[f] for f in written if f in by_written}
         assert len(matched) == 1, f"{len(matched)} jobs wrote the files of {' '.join(argv)[:200]}: " + "; ".join(
             f"{job.rule} {sorted(f for f in written if by_written.get(f) is job)[:3]}" for job in matched.values()
         )
-        job = next(iter(matched.values()))
-        traced += 1
+        found.append((next(iter(matched.values())), trace.reads[process]))
+    return found
+
+
+def relative(workdir: Path, path: str) -> str | None:
+    """``path`` relative to ``workdir`` (a real path), or None if it is outside it."""
+    full = os.path.normpath(workdir / path)
+    return os.path.relpath(full, workdir) if full.startswith(f"{workdir}{os.sep}") else None
+
+
+def undeclared_reads(traced: list[tuple[Job, set[str]]], workdir: Path) -> set[tuple[str, str]]:
+    """{(rule, file)}: files under ``workdir`` a traced job (:func:`job_reads`) opened for reading that are none of
+    its declared inputs (or inside a declared input folder), its outputs or its log."""
+    workdir = Path(os.path.realpath(workdir))
+    undeclared = set()
+    for job, reads in traced:
         known = {*job.inputs, *job.outputs, *job.logs}
-        for path in filter(None, map(relative, trace.reads[process])):
+        for path in filter(None, (relative(workdir, f) for f in reads)):
             inside = path in known or any(path.startswith(f"{d.rstrip('/')}/") for d in known)
             if not inside and not path.startswith(".snakemake/"):
                 undeclared.add((job.rule, path))
-    return traced, undeclared
+    return undeclared

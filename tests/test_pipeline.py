@@ -20,7 +20,7 @@ import pytest
 import torch
 import yaml
 from conftest import REPO, pipeline_trace, snakemake
-from opened_files import Trace, skip_without_strace, undeclared_reads
+from opened_files import Trace, job_reads, skip_without_strace, undeclared_reads
 
 from attnaudit.job_costs import collect, read_dag, read_summary
 from attnaudit.modelsheet import sheet
@@ -232,15 +232,55 @@ def test_every_file_a_job_is_told_to_read_is_a_declared_input(pipeline_run):
     assert len(jobs) > 300 and not undeclared, sorted(undeclared)[:20]
 
 
-def test_every_file_a_job_opens_is_a_declared_input(pipeline_run):
-    """What each job of the run opened for reading (strace), against its declared inputs: none missing."""
+@pytest.fixture(scope="module")
+def traced_jobs(pipeline_run):
+    """Each attnaudit job of the run with the files its process opened for reading (the run's strace)."""
     workdir, config = pipeline_run
     trace = pipeline_trace(workdir)
     if not trace.exists():
         skip_without_strace()
     jobs = read_summary(io.StringIO(snakemake(workdir, "--detailed-summary", config=config).stdout))
-    traced, undeclared = undeclared_reads(trace, workdir, list(jobs.values()))
-    assert traced > 300 and not undeclared, sorted(undeclared)[:20]
+    return job_reads(trace, workdir, list(jobs.values()))
+
+
+def test_every_file_a_job_opens_is_a_declared_input(pipeline_run, traced_jobs):
+    """What each job of the run opened for reading (strace), against its declared inputs: none missing."""
+    undeclared = undeclared_reads(traced_jobs, pipeline_run[0])
+    assert len(traced_jobs) > 300 and not undeclared, sorted(undeclared)[:20]
+
+
+#: rules whose jobs read scores, tables or predictions but no model: importing PyTorch (1.5–2 CPU s, about as
+#: long as such a job's own work) is not theirs to pay
+WITHOUT_PYTORCH = {
+    "corpora",
+    "importance_gather",
+    "jw_gather",
+    "jw_correlation",
+    "jw_heatmaps",
+    "jw_tables",
+    "jw_figures",
+    "jw_card_summary",
+    "saliency_gather",
+    "saliency_figures",
+    "wp_uniform",
+    "wp_diagnostic",
+    "wp_seed_table",
+    "wp_seed_figures",
+    "wp_card_summary",
+    "ts_summary",
+    "ts_tables",
+    "ts_figures",
+    "ts_card_summary",
+    "tables",
+    "card",
+}
+
+
+def test_jobs_that_read_no_model_do_not_import_pytorch(traced_jobs):
+    ran = {job.rule for job, _ in traced_jobs}
+    assert ran >= WITHOUT_PYTORCH, sorted(WITHOUT_PYTORCH - ran)  # each rule has jobs to check
+    importing = {job.rule for job, reads in traced_jobs if any("/site-packages/torch/" in f for f in reads)}
+    assert not importing & WITHOUT_PYTORCH, sorted(importing & WITHOUT_PYTORCH)
 
 
 def test_a_process_id_used_again_is_another_process_of_the_trace(tmp_path):

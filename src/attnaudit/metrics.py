@@ -3,14 +3,20 @@
 TVD(ŷ₁, ŷ₂) = ½‖ŷ₁ − ŷ₂‖₁ and JSD in nats (≤ ln 2), as in J&W §4 (Eq. 1–2, Alg. 2–3). Both are batched over
 leading dimensions. Kendall τ-b with its p-value comes from ``scipy.stats.kendalltau``; :func:`kendall_tau_b`
 computes the same statistic for all pairs of many rankings at once (B&F agreement matrices).
+
+PyTorch is imported by the functions that call it, not with the module: the jobs that only read ``LN2`` (the
+figures) or rank with ``kendall_tau`` (J&W's correlation) need no PyTorch, which takes 1.5–2 CPU s to import.
 """
 
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
+
+if TYPE_CHECKING:
+    import torch
 
 LN2 = math.log(2.0)
 
@@ -22,6 +28,8 @@ def tvd(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
 
 def kl(p: torch.Tensor, q: torch.Tensor, eps: float = 1e-10) -> torch.Tensor:
     """KL(p‖q) in nats over the last dimension; 0·log 0 = 0."""
+    import torch
+
     return torch.where(p > 0, p * (torch.log(p + eps) - torch.log(q + eps)), torch.zeros_like(p)).sum(dim=-1)
 
 
@@ -48,6 +56,8 @@ def kendall_tau_b(scores: torch.Tensor, candidates: torch.Tensor, max_elements: 
     batch of instances at once: the statistic of :func:`kendall_tau` (equal to it in the tests), without p-values.
     The ``[B, M, T, T]`` sign tensor is built ``max_elements`` at a time, in blocks of its rows; its sums are of
     ±1 and 0, exact in float64, so the blocks change no result and a document of any length fits in memory."""
+    import torch
+
     scores = scores.double()
     n_batch, n_rankings, width = scores.shape
     block = max(1, max_elements // max(1, n_batch * n_rankings * width))
