@@ -271,8 +271,12 @@ WITHOUT_PYTORCH = {
     "ts_tables",
     "ts_figures",
     "ts_card_summary",
-    "tables",
+    "tables_jain_wallace",
+    "tables_bastings_filippova",
+    "tables_wiegreffe_pinter",
+    "tables_tutek_snajder",
     "card",
+    "explorer",
 }
 
 
