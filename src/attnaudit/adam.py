@@ -2,8 +2,9 @@
 first use.
 
 ``torch.optim.Optimizer`` imports ``torch._dynamo`` (and with it SymPy) the first time an optimiser is built or
-stepped, to mark its methods as not to be compiled: 1.4–2.0 CPU s per process on the machines of
-docs/performance.md, paid by every training job and every J&W adversarial job — a third of a small training job.
+stepped, to mark its methods as not to be compiled: 1.4–2.0 CPU s per process on the Zen 3 EPYC of
+docs/performance.md, paid by every training job and every J&W adversarial job — a quarter of a small training job,
+more than a third of an adversarial chunk.
 This class keeps the optimiser's state as ``torch.optim.Adam._init_group`` does and calls the same update,
 ``torch.optim.adam.adam`` (PyTorch's functional Adam, which ``torch.optim.Adam.step`` calls too), so the numbers are
 the same to the bit (``tests/test_adam.py`` steps both side by side); it only leaves out what the pipeline does not
