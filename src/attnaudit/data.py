@@ -1,19 +1,27 @@
-"""Load a tokenised dataset into padded :class:`~attnaudit.models.Batch` objects."""
+"""Load a tokenised dataset into padded :class:`~attnaudit.models.Batch` objects.
+
+PyTorch is imported where batches are built, not with the module: a job that only reads a split's id sequences
+(J&W's correlation) needs no PyTorch, which takes 1.5–2 CPU s to import.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-import torch
 
 from attnaudit import AttnauditError
 from attnaudit.io import read_json, read_parquet
-from attnaudit.models import Batch
 from attnaudit.specials import BOS, EOS, PAD, SPECIALS, UNK  # noqa: F401 (re-exported)
+
+if TYPE_CHECKING:
+    import torch
+
+    from attnaudit.models import Batch
 
 
 @dataclass
@@ -64,6 +72,8 @@ def encode_split(examples: pd.DataFrame, vocab: dict[str, int], split: str | Non
 
 def pad_ragged(arrays: list[np.ndarray], width: int, dtype, fill=0) -> torch.Tensor:
     """Right-pad 1-d arrays to ``[len(arrays), width]``."""
+    import torch
+
     out = np.full((len(arrays), width), fill, dtype=dtype)
     for row, values in enumerate(arrays):
         out[row, : len(values)] = values
@@ -83,6 +93,10 @@ def collate(
 ) -> Batch:
     """Right-pad id sequences into a :class:`Batch` with an explicit mask (and any per-instance extras; ``queries``:
     the question/hypothesis id sequences of QA/NLI instances, padded into ``query_tokens``/``query_mask``)."""
+    import torch
+
+    from attnaudit.models import Batch
+
     if not sequences:
         raise AttnauditError("cannot build a batch from zero sequences")
     width = max(len(s) for s in sequences)

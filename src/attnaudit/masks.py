@@ -11,15 +11,10 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from attnaudit.specials import BOS, EOS
+from attnaudit.specials import marker_ids  # noqa: F401 (re-exported: every stage takes the markers from here)
 
 if TYPE_CHECKING:
     from attnaudit.models import Batch
-
-
-def marker_ids(vocab: dict[str, int]) -> tuple[int, ...]:
-    """Vocabulary ids of the sentence markers ``<s>``, ``</s>`` (those the vocabulary has)."""
-    return tuple(vocab[m] for m in (BOS, EOS) if m in vocab)
 
 
 def candidate_mask(tokens: torch.Tensor, mask: torch.Tensor, markers: tuple[int, ...] | list[int]) -> torch.Tensor:

@@ -4,6 +4,11 @@ PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<s>", "</s>"
 SPECIALS = (PAD, UNK, BOS, EOS)
 
 
+def marker_ids(vocab: dict[str, int]) -> tuple[int, ...]:
+    """Vocabulary ids of the sentence markers ``<s>``, ``</s>`` (those the vocabulary has)."""
+    return tuple(vocab[m] for m in (BOS, EOS) if m in vocab)
+
+
 def without_markers(tokens) -> list[str]:
     """``tokens`` without the ``<s>``/``</s>`` the tokeniser puts around them (a QA query as shown to a reader)."""
     tokens = [str(token) for token in tokens]

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import itertools
 import logging
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from attnaudit import AttnauditError
-from attnaudit.io import read_json, read_parquet, write_parquet
+from attnaudit.data import encode_split, load_examples
+from attnaudit.io import read_parquet, write_parquet
 from attnaudit.metrics import kendall_tau
-from attnaudit.specials import BOS, EOS
+from attnaudit.specials import marker_ids
 
 log = logging.getLogger(__name__)
 
@@ -33,14 +33,13 @@ def pair_name(a: str, b: str) -> str:
     return f"{a}~{b}"
 
 
-def content_flags(tokens: list[np.ndarray], markers: list[str], exclude_markers: bool) -> list[np.ndarray]:
+def content_flags(sequences: list[np.ndarray], markers: tuple[int, ...], exclude_markers: bool) -> list[np.ndarray]:
     """Per instance, the positions that are ranked: real tokens without the markers (all of them if an instance
-    has nothing else, or when ``exclude_markers`` is off) — :func:`attnaudit.masks.content_mask` on the token
-    strings, where a marker is one of ``<s>``, ``</s>`` that the vocabulary has (``masks.marker_ids``)."""
+    has nothing else, or when ``exclude_markers`` is off) — :func:`attnaudit.masks.content_mask` on arrays."""
     flags = []
-    for words in tokens:
-        keep = ~np.isin(words, markers) if exclude_markers and markers else np.ones(len(words), bool)
-        flags.append(keep if keep.any() else np.ones(len(words), bool))
+    for seq in sequences:
+        keep = ~np.isin(seq, markers) if exclude_markers and markers else np.ones(len(seq), bool)
+        flags.append(keep if keep.any() else np.ones(len(seq), bool))
     return flags
 
 
@@ -88,13 +87,9 @@ def run(
     missing = [m for m in opts["methods"] if m not in scores]
     if missing:
         raise AttnauditError(f"jain_wallace.correlation.methods: no importance scores given for {missing}")
-    # the split's token strings in the order of examples.parquet, as the importance stage read them
-    # (data.encode_split), without data.py: a correlation job needs no PyTorch (1.5-2 CPU s to import)
-    examples = read_parquet(Path(dataset_dir) / "examples.parquet")
-    vocab = read_json(Path(dataset_dir) / "vocab.json")
-    tokens = examples["tokens"] if split is None else examples.loc[examples["split"] == split, "tokens"]
-    markers = [marker for marker in (BOS, EOS) if marker in vocab]
-    content = content_flags(list(tokens), markers, opts["exclude_markers"])
+    examples, vocab = load_examples(dataset_dir)
+    encoded = encode_split(examples, vocab, split)
+    content = content_flags(encoded.sequences, marker_ids(vocab), opts["exclude_markers"])
     frame = correlation_frame(scores, content, opts)
     write_parquet(out, frame)
     log.info(
