@@ -853,6 +853,26 @@ def test_user_integer_labels_written_as_floats_are_the_same_class(tmp_path):
     assert build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)[0]["label"].tolist() == [0, 1]
 
 
+def test_user_integer_labels_written_as_floats_are_the_class_label_names_names(tmp_path):
+    """With integer ``label_names`` an integer label is the class of that integer however it is written: a float
+    column's ``1.0`` (or ``+1``) beside ``[1, 0]`` is the class ``1``, not the name at position 1; star ratings
+    written 1.0…5.0 are the classes 1…5. Without integer names an integer is a position (a ``ClassLabel``)."""
+    content = "text,label\na,1\nb,1.0\nc,+1\nd,0\ne,0.0\nf,00\n"
+    frame, manifest = build_corpus(
+        "mine", raw_dir=tmp_path, user_corpora=_user(tmp_path, "m.csv", content, label_names=[1, 0])
+    )
+    assert manifest["label_names"] == ["1", "0"] and frame["label"].tolist() == [0, 0, 0, 1, 1, 1]
+    stars = "text,label\n" + "".join(f"{c},{s}.0\n" for c, s in zip("abcde", range(1, 6)))
+    cfg = _user(tmp_path, "s.csv", stars, label_names=[1, 2, 3, 4, 5])
+    assert build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)[0]["label"].tolist() == [0, 1, 2, 3, 4]
+    cfg = _user(tmp_path, "p.csv", "text,label\na,1\nb,0.0\n", label_names=["neg", "pos"])
+    assert build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)[0]["label"].tolist() == [1, 0]
+    with pytest.raises(AttnauditError, match=r"s.csv:2: label '1.0' is not one of label_names \['2', '3'\]"):
+        build_corpus("mine", raw_dir=tmp_path, user_corpora=_user(tmp_path, "s.csv", stars, label_names=[2, 3]))
+    with pytest.raises(AttnauditError, match=r"label_names: '1' and '1.0' are the same integer"):
+        build_corpus("mine", raw_dir=tmp_path, user_corpora=_user(tmp_path, "m.csv", content, label_names=[1, 1.0]))
+
+
 def test_user_config_errors(tmp_path):
     cfg = _user(tmp_path, "c.csv", "text,label\na,1\n")
     cfg["mine"]["text_colum"] = "x"

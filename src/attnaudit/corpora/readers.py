@@ -689,20 +689,35 @@ def checked_label(label: Any, at: str, column: str, label_names: list | None) ->
 def _label_mapping(
     values: list[Any], label_names: list[str] | None, where: list[str], names_key: tuple = ("label_names",)
 ) -> tuple[list[str], list[int]]:
-    """Map raw labels to 0..C-1: via ``label_names`` (a name, or an integer index), else sorted unique values
-    (numerically when all are integers)."""
+    """Map raw labels to 0..C-1: via ``label_names``, else sorted unique values (numerically when all are integers).
+
+    With ``label_names`` a label is the class it names. An integer label (``1``, ``1.0``, ``+1``) is the class of
+    that integer when the names are integers too (``[1, 0]``: a float column's ``1.0`` is the class ``1``, not the
+    name at position 1), and the position in the list when no name is an integer (``0``/``1`` of a Hugging Face
+    ``ClassLabel`` beside ``[neg, pos]``)."""
     key = key_path(names_key)
     if label_names is not None:
         names = [str(n) for n in label_names]
         if len(set(names)) != len(names) or not names:
             raise ConfigKeyError(names_key, f"{label_names!r}; expected a non-empty list of distinct names")
         index = {n: i for i, n in enumerate(names)}
+        numbered = {}  # the names that are integers, by their value
+        for position, name in enumerate(names):
+            if (number := _as_int(name)) is not None and numbered.setdefault(number, position) != position:
+                raise ConfigKeyError(
+                    names_key, f"{names[numbered[number]]!r} and {name!r} are the same integer; list each class once"
+                )
         ids = []
         for value, at in zip(values, where):
+            number = _as_int(value)
             if str(value) in index:
                 ids.append(index[str(value)])
-            elif _as_int(value) is not None and 0 <= _as_int(value) < len(names):
-                ids.append(_as_int(value))
+            elif number is not None and numbered:
+                if number not in numbered:
+                    raise AttnauditError(f"{at}: label {value!r} is not one of label_names {names}")
+                ids.append(numbered[number])
+            elif number is not None and 0 <= number < len(names):
+                ids.append(number)
             else:
                 raise AttnauditError(f"{at}: label {value!r} is not one of label_names {names}")
         return names, ids
