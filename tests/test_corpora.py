@@ -662,6 +662,40 @@ def test_a_text_that_begins_as_a_compressions_mark_is_text(tmp_path):
     assert frame["text"].tolist() == ["fine", "no"]
 
 
+_QUOTED = "text,label\nplain,pos\n\u201cquoted\u201d caf\u00e9 \u2013 d\u00e9j\u00e0 vu,neg\n"
+
+
+@pytest.mark.parametrize(
+    "written, encoding, expected",
+    [
+        ("cp1252", None, r"mine\.csv:3: cannot decode as utf-8 .*reads as cp1252 .*'encoding: cp1252'"),
+        ("cp1252", "latin-1", r"mine\.csv:3: read as latin-1, .*control character U\+0093 .*'encoding: cp1252'"),
+        ("utf-8", "latin-1", r"mine\.csv:3: the file is UTF-8 .* caf\u00c3\u00a9 .*drop the corpus's 'encoding'"),
+        ("utf-8", "cp1252", r"mine\.csv:3: cannot decode as cp1252 .*the file is UTF-8: drop the corpus's 'encoding'"),
+        ("cp1252", "cp1252", None),
+        ("latin-1", "latin-1", None),
+    ],
+)
+def test_user_file_in_another_8_bit_encoding_is_read_or_named(tmp_path, written, encoding, expected):
+    """Excel on Windows saves CSV files in cp1252. Read as UTF-8 the error says which encoding reads the file; read as
+    latin-1, which decodes any bytes, cp1252's quotes and dashes would become control characters, and a UTF-8 file
+    would become ``cafÃ©``: both stop with the line instead of training on garbled text."""
+    path = tmp_path / "mine.csv"
+    text = (
+        _QUOTED
+        if written != "latin-1"
+        else _QUOTED.replace("\u201c", "<").replace("\u201d", ">").replace("\u2013", "-")
+    )
+    path.write_bytes(text.encode(written))
+    cfg = {"mine": {"path": str(path), "text_column": "text", "label_column": "label", "encoding": encoding}}
+    if expected is None:
+        frame, _ = build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)
+        assert frame["text"].tolist() == [line.rsplit(",", 1)[0] for line in text.splitlines()[1:]]
+        return
+    with pytest.raises(AttnauditError, match=expected):
+        build_corpus("mine", raw_dir=tmp_path, user_corpora=cfg)
+
+
 def test_user_utf16_file_names_the_encoding_that_reads_it(tmp_path):
     """UTF-16 (as Excel's "Unicode text" writes it) fails under UTF-8 naming its byte-order mark, and reads with
     ``encoding: utf-16``."""

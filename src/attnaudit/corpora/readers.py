@@ -376,10 +376,12 @@ def decode_file(path: Path, encoding: str = "utf-8") -> str:
         if data.startswith(_UTF16_BOMS):
             advice = "it is UTF-16 (its first bytes are a UTF-16 byte-order mark): set the corpus's 'encoding: utf-16'"
         else:
-            advice = (as_utf16 and misread_utf16_advice(data, encoding)) or "set the corpus's 'encoding' (e.g. latin-1)"
+            advice = (as_utf16 and misread_utf16_advice(data, encoding)) or encoding_advice(data, encoding)
         raise AttnauditError(f"{path}:{line}: cannot decode as {encoding} ({err.reason}); {advice}") from err
     except LookupError as err:
         raise AttnauditError(f"{path}: unknown encoding {encoding!r}") from err
+    if not normalised.startswith(("utf-", "utf8", "utf16", "utf32")):
+        check_declared_encoding(path, data, text, encoding)
     if as_utf16 and "\n" not in text and b"\n" in data:
         # read in the wrong byte order a line break is U+0A00; 8-bit text read as UTF-16 has none either
         advice = misread_utf16_advice(data, encoding) or "check the corpus's 'encoding'"
@@ -394,6 +396,57 @@ def decode_file(path: Path, encoding: str = "utf-8") -> str:
             advice = "no text holds one: remove them (tr -d '\\000'), or see whether a crash cut the file off"
         raise AttnauditError(f"{path}:{line}: NUL character(s); {advice}")
     return text
+
+
+def _decodes(data: bytes, encoding: str) -> bool:
+    try:
+        data.decode(encoding)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def encoding_advice(data: bytes, encoding: str) -> str:
+    """What to set for a file the corpus's ``encoding`` does not read: nothing if it is UTF-8; cp1252 (Windows'
+    Western European, what Excel saves a CSV in) when that reads it, since latin-1, which reads any bytes, turns
+    cp1252's quotes and dashes into control characters."""
+    if not encoding.lower().replace("_", "-").startswith(("utf-8", "utf8")) and _decodes(data, "utf-8-sig"):
+        return "the file is UTF-8: drop the corpus's 'encoding' (UTF-8 is the default)"
+    if _decodes(data, "cp1252"):
+        return (
+            "set the corpus's 'encoding' to the one the file was written in; it reads as cp1252 (Windows' Western "
+            "European, which Excel saves CSV files in): 'encoding: cp1252'"
+        )
+    return "set the corpus's 'encoding' to the one the file was written in (e.g. latin-1)"
+
+
+def _line_of(text: str, position: int) -> tuple[int, str]:
+    """The 1-based line of a position in a text, and that line (stripped, at most 60 characters)."""
+    start, end = text.rfind("\n", 0, position) + 1, text.find("\n", position)
+    shown = text[start : end if end >= 0 else len(text)].strip()
+    return text.count("\n", 0, position) + 1, shown if len(shown) <= 60 else f"{shown[:59]}…"
+
+
+def check_declared_encoding(path: Path, data: bytes, text: str, encoding: str) -> None:
+    """Stop on a file that a declared 8-bit encoding decodes into the wrong text, which no error would show:
+    UTF-8 read as latin-1 or cp1252 (``café`` becomes ``cafÃ©``; every non-ASCII byte of the file is part of a
+    UTF-8 character, which text in an 8-bit encoding almost never is), and cp1252 read as latin-1 (its quotes and
+    dashes become the C1 control characters U+0080–U+009F, which no text means)."""
+    if not data.isascii() and _decodes(data, "utf-8-sig"):
+        as_utf8 = data.decode("utf-8-sig")
+        line, shown = _line_of(as_utf8, next((i for i, char in enumerate(as_utf8) if not char.isascii()), 0))
+        misread = _line_of(text, sum(len(row) + 1 for row in text.split("\n")[: line - 1]))[1]
+        raise AttnauditError(
+            f"{path}:{line}: the file is UTF-8 (every non-ASCII byte in it is part of a UTF-8 character); read "
+            f"as {encoding}, {shown!r} would be {misread!r}: drop the corpus's 'encoding' (UTF-8 is the default)"
+        )
+    control = re.search("[\x80-\x9f]", text)
+    if control:
+        line, shown = _line_of(text, control.start())
+        raise AttnauditError(
+            f"{path}:{line}: read as {encoding}, the text holds the control character U+{ord(control.group()):04X} "
+            f"({shown!r}), which no text means; {encoding_advice(data, encoding)}"
+        )
 
 
 #: tab-separated values as GLUE and most NLP corpora write them (IANA text/tab-separated-values): one record per
