@@ -1078,6 +1078,17 @@ def test_raw_dir_under_home_is_expanded(tmp_path, monkeypatch):
     assert not (tmp_path / "~").exists()
 
 
+def test_a_path_under_the_home_of_no_user_is_a_missing_file(tmp_path):
+    """``~alice/corpus.csv`` on a machine without a user alice is a file that does not exist, named with its key,
+    where ``Path.expanduser`` raised a bare RuntimeError ("Could not determine home directory") under a traceback."""
+    nobody = "~no-such-user-of-attnaudit/corpus.csv"
+    entry = {"mine": {"path": nobody, "text_column": "text", "label_column": "label"}}
+    with pytest.raises(ConfigKeyError, match=rf"config corpora.user.mine.path: file {nobody} does not exist"):
+        build_corpus("mine", raw_dir=tmp_path, user_corpora=entry)
+    with pytest.raises(AttnauditError, match=r"corpora.mirror \(--mirror\): ~no-such-user-of-attnaudit/m is not a dir"):
+        fetch.mirror_path("~no-such-user-of-attnaudit/m")
+
+
 def test_a_host_that_never_answers_is_tried_once(tmp_path, monkeypatch):
     """A server that accepts the connection and never answers (a firewall or dead proxy) is not retried: three
     tries of the timeout each used to hold a corpus job for minutes per URL."""

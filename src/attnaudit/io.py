@@ -23,6 +23,12 @@ import pandas as pd
 from attnaudit import AttnauditError, ConfigKeyError
 
 
+def home_expanded(path: str | os.PathLike) -> Path:
+    """``~`` and ``~user`` expanded as the shell does; ``~user`` of no user on this machine is left as written, to be
+    named as a file that does not exist (``Path.expanduser`` raises a bare RuntimeError)."""
+    return Path(os.path.expanduser(path))
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)

@@ -19,7 +19,7 @@ import pandas as pd
 from attnaudit import AttnauditError, ConfigKeyError, __version__
 from attnaudit.corpora.fetch import fetch_corpus
 from attnaudit.corpora.registry import CorpusSpec, get_spec
-from attnaudit.io import write_json, write_parquet
+from attnaudit.io import home_expanded, write_json, write_parquet
 
 log = logging.getLogger(__name__)
 SPLIT_ORDER = ("train", "dev", "test", "all")
@@ -73,7 +73,7 @@ def build_corpus(
     spec = get_spec(name, user_corpora)
     opts = resolved_options(spec, options)
     if spec.files:
-        located = fetch_corpus(spec, Path(mirror) if mirror else None, Path(raw_dir).expanduser())
+        located = fetch_corpus(spec, Path(mirror) if mirror else None, home_expanded(raw_dir))
         root, source, files = located.root, located.source, located.files
     else:
         root, files = None, []

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from attnaudit import AttnauditError
 from attnaudit.corpora.registry import CorpusFile, CorpusSpec, CorpusTree
-from attnaudit.io import sha256_file
+from attnaudit.io import home_expanded, sha256_file
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ def mirror_path(mirror: str | os.PathLike | None) -> Path | None:
     value = mirror if mirror else os.environ.get(MIRROR_ENV)
     if not value:
         return None
-    path = Path(value).expanduser()
+    path = home_expanded(value)
     if not path.is_dir():
         where = "corpora.mirror (--mirror)" if mirror else f"${MIRROR_ENV}"
         raise AttnauditError(f"{where}: {path} is not a directory; fix the path, or unset it to download")

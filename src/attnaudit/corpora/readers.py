@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from attnaudit import AttnauditError, ConfigKeyError, key_path
-from attnaudit.io import sha256_file
+from attnaudit.io import home_expanded, sha256_file
 from attnaudit.tokenise.tokenisation import JOINERS, clean_text
 
 log = logging.getLogger(__name__)
@@ -851,7 +851,7 @@ def _format_of_suffix(path: str) -> str | None:
 
 def user_format(name: str, config: dict) -> str:
     """``format`` if given, else from the file name (.csv, .tsv, .jsonl/.json, each also compressed: .csv.gz)."""
-    path = Path(config["path"]).expanduser()
+    path = home_expanded(config["path"])
     if path.is_dir():
         raise ConfigKeyError(
             ("corpora", "user", name, "path"), f"{config['path']} is a directory; expected a CSV, TSV or JSONL file"
@@ -970,7 +970,7 @@ def read_user(name: str, config: dict) -> tuple[pd.DataFrame, dict]:
     tokeniser drops and counts them). The file's sha256 is recorded (a compressed file's, and that of what it holds)
     and, when the workflow passes the hash of what it holds that it planned with (``sha256``), checked.
     """
-    path = Path(config["path"]).expanduser()
+    path = home_expanded(config["path"])
     fmt, encoding = user_format(name, config), config.get("encoding") or "utf-8"  # a directory stops here
     if not path.is_file():
         raise ConfigKeyError(
@@ -1327,7 +1327,7 @@ def read_mimic(task: str, options: dict) -> tuple[pd.DataFrame, dict]:
             f"corpus mimic_{task}: set corpora.options.mimic_{task}.path to a MIMIC-III folder holding "
             f"{', '.join(f'{t}.csv[.gz]' for t in MIMIC_TABLES)} (PhysioNet, credentialed access)"
         )
-    directory = Path(options["path"]).expanduser()
+    directory = home_expanded(options["path"])
     if not directory.is_dir():
         raise AttnauditError(f"corpus mimic_{task}: {directory} is not a directory")
     paths = {t: mimic_table(directory, t) for t in MIMIC_TABLES}
