@@ -220,6 +220,33 @@ def test_glove_words_with_spaces_and_repeated_words(tmp_path):
         load_pretrained(str(path), {"the": 0, "at": 1}, 3)
 
 
+def test_vectors_cut_off_or_not_finite_stop_with_their_place(tmp_path, caplog):
+    """A word2vec text file cut off at a line's end (a download that stopped) reads as fewer vectors than its header
+    announces, and a NaN or infinity in a vector would make training diverge with no word of the file: both stop
+    naming the file, and the line or record; a word listed twice keeps its first vector with a warning."""
+    from gensim.models import KeyedVectors
+
+    path = tmp_path / "cut.vec"
+    path.write_text("5000 3\nthe 1 2 3\nat 4 5 6\n")
+    with pytest.raises(AttnauditError, match=r"cut.vec ends after 2 of the 5000 vectors its header announces"):
+        load_pretrained(str(path), {"the": 0, "at": 1}, 3)
+    path.write_text("3 3\nthe 1 2 3\nof nan 1 1\nat 4 inf 6\n")
+    with pytest.raises(AttnauditError, match=r"cut.vec line 4: the vector of 'at' holds inf"):
+        load_pretrained(str(path), {"the": 0, "at": 1}, 3)
+    assert load_pretrained(str(path), {"the": 0}, 3)[0].index_to_key == ["the"]  # a NaN of a word not used
+    binary = tmp_path / "nan.bin"
+    written = KeyedVectors(3)
+    written.add_vectors(["the", "at"], np.array([[1, 2, 3], [4, np.nan, 6]], dtype=np.float32))
+    written.save_word2vec_format(str(binary), binary=True)
+    with pytest.raises(AttnauditError, match=r"nan.bin vector 2: the vector of 'at' holds nan"):
+        load_pretrained(str(binary), {"the": 0, "at": 1}, 3)
+    path.write_text("3 3\nthe 1 2 3\nat 4 5 6\nthe 7 8 9\n")
+    with caplog.at_level("WARNING"):
+        vectors, _ = load_pretrained(str(path), {"the": 0, "at": 1}, 3)
+    np.testing.assert_array_equal(vectors["the"], [1, 2, 3])
+    assert "lists 1 of the vocabulary's words more than once (e.g. 'the')" in caplog.text
+
+
 def test_vectors_files_that_are_something_else_say_what_they_are(tmp_path):
     reference = reference_vectors()
     text = tmp_path / "wiki-news-300d-1M.vec"

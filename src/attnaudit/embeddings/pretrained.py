@@ -16,6 +16,7 @@ character n-grams, as fastText's ``print-word-vectors`` gives it (Bojanowski et 
 from __future__ import annotations
 
 import gzip
+import logging
 import struct
 import zipfile
 from dataclasses import dataclass
@@ -26,6 +27,8 @@ import numpy as np
 from attnaudit import AttnauditError, ConfigKeyError
 from attnaudit.io import sha256_file
 from attnaudit.specials import SPECIALS
+
+log = logging.getLogger(__name__)
 
 #: the first int32 of a fastText model file (``FASTTEXT_FILEFORMAT_MAGIC_INT32`` in fastText's source)
 FASTTEXT_MAGIC = (793712314).to_bytes(4, "little")
@@ -167,9 +170,10 @@ def check_pretrained(path: str, dim: int, binary: bool | None) -> VectorsFormat:
 def _text_records(handle, layout: VectorsFormat, wanted: dict[bytes, str], path: Path):
     """(word, vector) of the wanted words of a text file; no other line's numbers are parsed. A word holding a
     space (GloVe 840B has some) is never a token, so its line is passed over."""
-    if layout.header:
-        handle.readline()
+    announced = int(handle.readline().split()[0]) if layout.header else None
+    lines = 0
     for number, line in enumerate(handle, start=2 if layout.header else 1):
+        lines += 1
         key = line.partition(b" ")[0]
         word = wanted.get(key)
         if word is None:
@@ -179,7 +183,20 @@ def _text_records(handle, layout: VectorsFormat, wanted: dict[bytes, str], path:
             continue
         if len(fields) != layout.dim + 1 or not _floats(fields[1:]):
             raise AttnauditError(f"embeddings.pretrained: {path} line {number}: {word!r} has no {layout.dim} numbers")
-        yield word, np.array(fields[1:], dtype=np.float32)
+        yield word, finite(np.array(fields[1:], dtype=np.float32), word, f"{path} line {number}")
+    if announced is not None and lines < announced:  # cut off at a line's end (a download that stopped)
+        raise AttnauditError(
+            f"embeddings.pretrained: {path} ends after {lines} of the {announced} vectors its header announces: "
+            "it was cut off; download it again"
+        )
+
+
+def finite(vector: np.ndarray, word: str, where: str) -> np.ndarray:
+    """``vector``, or an error naming where it is if it holds NaN or infinity (a training job would diverge)."""
+    if not np.isfinite(vector).all():
+        bad = vector[~np.isfinite(vector)][0]
+        raise AttnauditError(f"embeddings.pretrained: {where}: the vector of {word!r} holds {bad}; fix or remove it")
+    return vector
 
 
 def _binary_records(handle, layout: VectorsFormat, wanted: dict[bytes, str], path: Path):
@@ -198,7 +215,8 @@ def _binary_records(handle, layout: VectorsFormat, wanted: dict[bytes, str], pat
             buffer, at = buffer[at:] + block, 0
         word = wanted.get(buffer[at:end].lstrip(b"\n"))
         if word is not None:
-            yield word, np.frombuffer(buffer, dtype="<f4", count=layout.dim, offset=end + 1).copy()
+            vector = np.frombuffer(buffer, dtype="<f4", count=layout.dim, offset=end + 1).copy()
+            yield word, finite(vector, word, f"{path} vector {record + 1}")
         at = end + 1 + width
 
 
@@ -231,12 +249,21 @@ def load_pretrained(path: str, vocab: dict[str, int], dim: int, binary: bool | N
     wanted = {word.encode("utf-8"): word for word in vocab}
     records = _binary_records if layout.binary else _text_records
     found: dict[str, np.ndarray] = {}
+    repeated: list[str] = []
     try:
         with _opened(path) as handle:
             for word, vector in records(handle, layout, wanted, Path(path)):
-                found.setdefault(word, vector)
+                if found.setdefault(word, vector) is not vector:
+                    repeated.append(word)
     except (OSError, EOFError) as err:
         raise AttnauditError(f"embeddings.pretrained: {path} cannot be read to its end ({err})") from err
+    if repeated:  # as gensim's load_word2vec_format does
+        log.warning(
+            "%s lists %d of the vocabulary's words more than once (e.g. %s); the first vector of each is used",
+            path,
+            len(set(repeated)),
+            ", ".join(map(repr, sorted(set(repeated))[:5])),
+        )
     if not found:
         raise_none_found(path, vocab, first_words(path))
     vectors = KeyedVectors(layout.dim)
@@ -330,7 +357,7 @@ def _fasttext_model_vectors(path: str, vocab: dict[str, int]):
     in_model = [word for word in words if word in model.words]
     if not in_model:  # n-grams give any word a vector, a German model's to an English corpus too
         raise_none_found(path, vocab, ", ".join(map(repr, list(model.words)[:5])))
-    found = {word: vector for word in words if (vector := model.vector(word)) is not None}
+    found = {word: finite(vector, word, path) for word in words if (vector := model.vector(word)) is not None}
     vectors = KeyedVectors(model.matrix.shape[1])
     vectors.add_vectors(list(found), np.stack(list(found.values())))
     for word in found:
