@@ -172,6 +172,25 @@ def test_vocab_from_train_with_min_count_and_specials_first():
     assert list(vocab)[4:] == ["a", "b"]  # by count, c dropped
 
 
+def test_a_class_whose_every_document_is_empty_is_named(tmp_path):
+    """Every text of one class empty (an export that lost them) leaves one class after the tokeniser drops empty
+    documents; it is named as such, by the dry run's check and by the tokenise job, not as a corpus with a single
+    class whose label column would be to blame."""
+    from attnaudit.tokenise.tokenisation import check_user_dataset
+
+    path = tmp_path / "mine.csv"
+    path.write_text("p,a\n" + "".join(f"news {i},world\n\u200b <br />,sports\n" for i in range(40)))
+    entry = {"path": str(path), "text_column": "p", "label_column": "a"}
+    expected = r"every document of class \{'sports': 40\} .* is empty .*so the class would vanish"
+    with pytest.raises(AttnauditError, match=expected + r"; does text_column 'p' name the right column"):
+        check_user_dataset("mine", "mine", entry, {}, seed=0)
+    rows = [(f"w{i}", "all", 0, f"news {i}") for i in range(40)] + [(f"s{i}", "all", 1, " ") for i in range(40)]
+    frame = docs(rows)
+    frame.attrs["label_names"] = ["world", "sports"]
+    with pytest.raises(AttnauditError, match=expected):
+        tokenise_documents(frame, {}, seed=0)
+
+
 def test_markers_empty_documents_dropped_and_counted():
     frame = docs(
         [

@@ -216,6 +216,8 @@ def tokenise_documents(
 
     empty = docs["n_tokens"] == 0
     dropped["empty"] = int(empty.sum())
+    if not query:
+        check_no_class_left_empty(docs["label"], empty, where, class_names)
     docs = docs[~empty]
     if "answer" in docs.columns:  # candidates are the classes whose answer word is in the passage (J&W §3: CNN)
         docs = docs.assign(answer=docs["label"].map(answer_tokens(docs, tokenize, where)))
@@ -524,6 +526,20 @@ def check_spaced_script(texts: pd.Series, where: str, key: tuple, seed: int) -> 
         )
 
 
+def check_no_class_left_empty(labels: pd.Series, empty: pd.Series, where: str, class_names, hint: str = "") -> None:
+    """Stop when every document of a class is empty (dropped when tokenising): the class would vanish, and the
+    corpus then look like one with a class too few, which would be blamed on the label column."""
+    emptied = sorted(set(labels) - set(labels[~empty]))
+    if emptied and not empty.all():  # all of them: said where the caller drops every document
+        counts = labels[labels.isin(emptied)].value_counts()
+        named = {class_name(label, class_names): int(counts[label]) for label in emptied}
+        raise AttnauditError(
+            f"{where}: every document of {'class' if len(named) == 1 else 'classes'} {abridged(named)} (documents "
+            "per class) is empty (no text, or nothing but spaces or invisible characters), and empty documents are "
+            f"dropped when tokenising, so the class would vanish{hint}"
+        )
+
+
 def check_user_dataset(dataset: str, corpus: str, entry: dict, options: dict, seed: int) -> None:
     """Before any job runs: the user corpus ``corpus`` (``corpora.user.<corpus>``) can be read and split into
     train/dev/test with every class of the corpus in each split (of a QA/NLI corpus, two classes and every split
@@ -553,6 +569,9 @@ def check_user_dataset(dataset: str, corpus: str, entry: dict, options: dict, se
                 "characters), so tokenising would drop every document; does it name the right column?"
             )
         blank |= empty
+    if not query:
+        hint = f"; does text_column {entry['text_column']!r} name the right column, or did the file lose those texts?"
+        check_no_class_left_empty(documents["label"], blank, where, info["label_names"], hint)
     documents = documents[~blank]  # the tokeniser drops documents (and queries) without tokens
     if options["language"] == "en":
         check_spaced_script(documents["text"], where, ("datasets", dataset, "tokenise", "language"), seed)
