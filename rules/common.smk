@@ -755,6 +755,16 @@ def wp_roles(dataset):
     }
 
 
+def check_wp_roles():
+    """Every W&P dataset's roles, before the DAG is built: a role the model sheet cannot fill would otherwise stop
+    Snakemake inside an input function, its message under an InputFunctionException and a traceback."""
+    for dataset in WP_DATASETS:
+        wp_roles(dataset)
+
+
+check_wp_roles()
+
+
 def wp_metrics(dataset, model):
     return f"{model_dir(dataset, model)}/metrics.json"
 

@@ -140,7 +140,7 @@ def test_grid_blocks_are_united(tmp_path):
         ({**BASE, "importance": {"occlusion": {"window": 3}}}, "'window' was unexpected"),
         ({**BASE, "importance": {"random": {"sed": 3}}}, "importance.random.sed: not an option of random"),
         ({**BASE, "saliency": {"methods": ["attention", "gradients"]}}, "unknown importance method 'gradients'"),
-        # a W&P output for a dataset whose sheet lacks a role stops at DAG construction, naming both
+        # a W&P dataset whose sheet lacks a role stops before the DAG is built, naming both
         (
             {
                 "datasets": {"planted": {"corpus": "planted", "grid": {"encoders": ["lstm"], "seeds": [0, 1, 2]}}},
@@ -248,6 +248,8 @@ def test_invalid_config_names_the_key(tmp_path, cfg, expected):
     assert proc.returncode != 0
     assert expected in proc.stdout + proc.stderr, (proc.stdout + proc.stderr)[-3000:]
     assert "Failed validating" not in proc.stdout + proc.stderr  # not Snakemake's dump of the schema
+    # nor under an InputFunctionException and its traceback: the W&P roles are checked before the DAG is built
+    assert "Traceback" not in proc.stdout + proc.stderr, (proc.stdout + proc.stderr)[-3000:]
 
 
 def test_a_config_error_ends_the_run_with_its_message_alone(tmp_path):
