@@ -172,6 +172,20 @@ def test_vocab_from_train_with_min_count_and_specials_first():
     assert list(vocab)[4:] == ["a", "b"]  # by count, c dropped
 
 
+def test_text_read_as_labels_gives_a_short_message(tmp_path):
+    """Text and label columns swapped: every article is a class of its own. The message says so and lists a few of
+    them cut to 40 characters, where it used to list whole articles, 15 KB of them."""
+    from attnaudit.tokenise.tokenisation import check_user_dataset
+
+    path = tmp_path / "mine.csv"
+    article = "a long news article about the Olympic games " * 5
+    path.write_text("p,a\n" + "".join(f"{['world', 'sports'][i % 2]},{i} {article}\n" for i in range(120)))
+    entry = {"path": str(path), "text_column": "p", "label_column": "a"}  # swapped
+    with pytest.raises(AttnauditError, match="does the label column hold class labels") as err:
+        check_user_dataset("mine", "mine", entry, {}, seed=0)
+    assert len(str(err.value)) < 4000 and f"0 {article[:37]}…" in str(err.value), str(err.value)
+
+
 def test_a_class_whose_every_document_is_empty_is_named(tmp_path):
     """Every text of one class empty (an export that lost them) leaves one class after the tokeniser drops empty
     documents; it is named as such, by the dry run's check and by the tokenise job, not as a corpus with a single

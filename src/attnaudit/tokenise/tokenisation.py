@@ -484,15 +484,18 @@ def class_name(label, class_names: list | None):
     return class_names[label] if class_names and 0 <= label < len(class_names) else label
 
 
-def abridged(items: list | dict, shown: int = 10) -> str:
-    """``items`` as Python writes them, the first ``shown`` only and then how many more: a message about a column
-    of free text read as labels stays readable."""
-    if len(items) <= shown:
-        return repr(items)
+def abridged(items: list | dict, shown: int = 10, width: int = 40) -> str:
+    """``items`` as Python writes them, the first ``shown`` only and then how many more, and a text longer than
+    ``width`` characters cut there: a message about a column of free text read as labels stays readable."""
+
+    def cut(item):
+        return f"{item[: width - 1]}…" if isinstance(item, str) and len(item) > width else item
+
+    more = f", … and {len(items) - shown} more" if len(items) > shown else ""
     if isinstance(items, dict):
-        head = ", ".join(f"{key!r}: {value!r}" for key, value in list(items.items())[:shown])
-        return f"{{{head}, … and {len(items) - shown} more}}"
-    return f"[{', '.join(map(repr, items[:shown]))}, … and {len(items) - shown} more]"
+        head = ", ".join(f"{cut(key)!r}: {value!r}" for key, value in list(items.items())[:shown])
+        return f"{{{head}{more}}}"
+    return f"[{', '.join(repr(cut(item)) for item in items[:shown])}{more}]"
 
 
 def unspaced_script_shares(texts: pd.Series, seed: int, sample: int = 2000) -> dict[str, float]:
