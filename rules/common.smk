@@ -582,6 +582,15 @@ def jw_options(dataset, audit):
     return as_json({audit: {k: v for k, v in options.items() if k not in JW_TABLE_ONLY.get(audit, ())}})
 
 
+#: the jain_wallace sections J&W's tables read (not heatmaps: a heatmap option reruns the heatmaps alone)
+JW_TABLE_SECTIONS = ("correlation", "permutation", "adversarial")
+
+
+def jw_table_options(dataset):
+    """The options J&W's tables job of ``dataset`` reads, as its --options JSON."""
+    return as_json({section: jw_dataset_options(dataset)[section] for section in JW_TABLE_SECTIONS})
+
+
 def jw_figure_models(dataset):
     """The figures show J&W's own models: learned attention, no regulariser (seeds and selection rules too)."""
     return [m for m in audited_models(dataset) if variant(dataset, m)["regulariser"] == "base"]

@@ -141,7 +141,7 @@ rule jw_tables:
         "../envs/attnaudit.yaml"
     params:
         runs=lambda wc: as_json(jw_runs(wc.dataset)),
-        options=lambda wc: as_json(jw_dataset_options(wc.dataset)),
+        options=lambda wc: jw_table_options(wc.dataset),
         out_dir=lambda wc, output: Path(output[0]).parent,
     shell:
         "python -m attnaudit jain-wallace tables --runs {params.runs:q} --out-dir {params.out_dir:q}"

@@ -541,7 +541,8 @@ def test_a_pattern_that_selects_nothing_is_said(tmp_path):
 
 def test_a_stage_can_be_switched_off_and_overrides_reach_every_rule(tmp_path):
     """``saliency.datasets: []`` runs no B&F audit; a dataset's ε override reaches its audits, tables and heatmaps
-    alike, and the tables' thresholds are not options of the audit jobs (changing them reruns only the tables)."""
+    alike, and the tables' thresholds are not options of the audit jobs (changing them reruns only the tables), nor
+    the heatmaps' options the tables'."""
     cfg = {
         "datasets": {
             "planted": {
@@ -566,6 +567,8 @@ def test_a_stage_can_be_switched_off_and_overrides_reach_every_rule(tmp_path):
         assert '"epsilon": 0.05' in command and '"epsilon": 0.01' not in command, command
     assert all('"high_jsd"' not in c and '"small_change"' not in c for c in by_stage["audit"]), by_stage["audit"]
     assert '"high_jsd": 0.3' in by_stage["tables"][0]
+    # nor are the heatmaps' options the tables' (changing n_per_model reran J&W's tables and the combined ones)
+    assert '"n_per_model"' in by_stage["heatmaps"][0] and '"n_per_model"' not in by_stage["tables"][0], commands
 
 
 def test_each_wp_job_gets_only_the_option_it_reads(tmp_path):
