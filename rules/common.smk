@@ -128,6 +128,21 @@ if SKIPPED_DATASETS:
         file=sys.stderr,
     )
 DATASETS = {name: entry for name, entry in config["datasets"].items() if name not in SKIPPED_DATASETS}
+
+
+def warn_unread_user_corpora():
+    """A ``corpora.user`` entry no dataset names is neither read nor checked: say so, since a dataset pointed at
+    the wrong entry would otherwise go unnoticed."""
+    unread = sorted(set(USER_CORPORA) - {entry["corpus"] for entry in config["datasets"].values()})
+    if unread:
+        print(
+            f"attnaudit: warning: config corpora.user: {unread} named by no dataset (datasets.<name>.corpus), "
+            "so not read nor checked",
+            file=sys.stderr,
+        )
+
+
+warn_unread_user_corpora()
 AUDITS = config["audits"]
 IMPORTANCE = config["importance"]
 # the model sheet of every dataset, expanded and checked (unknown teachers, cycles, sizes) before any job runs

@@ -537,6 +537,16 @@ def test_a_pattern_that_selects_nothing_is_said(tmp_path):
     proc = dry_run(tmp_path, {**BASE, "saliency": {"models": ["average-additive-base", "lstm-additiv-*"]}})
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert "warning: config saliency: ['lstm-additiv-*'] select no model of ['planted']" in proc.stderr
+    assert "corpora.user" not in proc.stderr
+
+
+def test_a_user_corpus_no_dataset_names_is_said(tmp_path):
+    """A ``corpora.user`` entry that no dataset names is not read (its file may not exist): the run goes on and
+    stderr says so, since the dataset meant to use it may name another."""
+    unread = {"path": str(tmp_path / "nowhere.csv"), "text_column": "text", "label_column": "label"}
+    proc = dry_run(tmp_path, {**BASE, "corpora": {"user": {"mine": unread}}})
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "warning: config corpora.user: ['mine'] named by no dataset" in proc.stderr, proc.stderr[-3000:]
 
 
 def test_a_stage_can_be_switched_off_and_overrides_reach_every_rule(tmp_path):
