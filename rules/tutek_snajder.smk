@@ -177,9 +177,10 @@ rule ts_summary:
         "../envs/attnaudit.yaml"
     params:
         runs=ts_runs_param("ts_summary"),
+        f1=TS["tables"]["f1"],
     shell:
         "python -m attnaudit tutek-snajder summary --runs {params.runs:q} --out-csv {output.csv:q}"
-        " --out-md {output.md:q} > {log:q} 2>&1"
+        " --out-md {output.md:q} --f1 {params.f1} > {log:q} 2>&1"
 
 
 combined_tables(

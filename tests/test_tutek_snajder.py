@@ -41,8 +41,9 @@ from attnaudit.tutek_snajder.mutual_information import (
     token_counts,
 )
 from attnaudit.tutek_snajder.options import DEFAULTS, resolve
+from attnaudit.tutek_snajder.runs import parse_runs
 from attnaudit.tutek_snajder.summary import aopc_ranks, write_summary
-from attnaudit.tutek_snajder.tables import write_tables
+from attnaudit.tutek_snajder.tables import fragility_frame, write_tables
 from attnaudit.tutek_snajder.token_probability import run_token_probability
 
 
@@ -659,6 +660,21 @@ def test_summary_from_crafted_outputs(tmp_path):
     assert table.loc["base", "attention_aopc_rank"] == expected
     assert aopc_ranks(frame).iloc[0]["method"] == "loo"
     assert "AOPC" in (tmp_path / "s.md").read_text()
+
+
+def test_summary_pm_delta_f1_is_in_the_f1_of_table_1(tmp_path):
+    """The summary's Pm. ΔF1 column says "F1 of Table 1": it follows ``tutek_snajder.tables.f1`` as Table 1 does
+    (positive-class F1 of a binary task by default, macro-F1 with ``f1: macro``)."""
+    fragility = tmp_path / "fragility.json"
+    deltas = {"permutation_positive_f1_mean": -1.3, "permutation_macro_f1_mean": -0.4}
+    deltas |= {"uniform_positive_f1": -0.2, "uniform_macro_f1": -0.1}
+    result = {"trained": {"positive_f1": 0.81, "macro_f1": 0.8}, "delta": deltas, "n": 20, "n_permutations": 4}
+    fragility.write_text(json.dumps(result))
+    run = {"dataset": "sst", "model": "lstm-additive-base-s0", "regulariser": "base", "fragility": str(fragility)}
+    for f1, expected in (("positive", -1.3), ("macro", -0.4)):
+        table = write_summary([run], tmp_path / "s.csv", tmp_path / "s.md", f1=f1)
+        assert table["pm_delta_f1"].tolist() == [expected], f1
+        assert fragility_frame(parse_runs([run]), f1)["pm"].tolist() == [expected], f1
 
 
 def test_options_defaults_and_rejections():

@@ -140,4 +140,5 @@ def add_cli(subparsers) -> None:
     s.add_argument("--runs", required=True, help=RUNS_HELP)
     s.add_argument("--out-csv", required=True)
     s.add_argument("--out-md", required=True)
-    s.set_defaults(func=lambda a: _run("summary", "write_summary", a.runs, a.out_csv, a.out_md))
+    s.add_argument("--f1", choices=["positive", "macro"], default=DEFAULTS["tables"]["f1"], help="Table 1's F1")
+    s.set_defaults(func=lambda a: _run("summary", "write_summary", a.runs, a.out_csv, a.out_md, f1=a.f1))

@@ -83,10 +83,11 @@ def load_json(path: str | None) -> dict | None:
     return read_json(path)
 
 
-def reported_f1(result: dict) -> str:
-    """The F1 T&Š Table 1 reports for a fragility result: ``positive`` (class 1 of a binary task), or ``macro``
-    where there is no positive class (more than two classes). The table, the card and the summary all use it."""
-    return "positive" if result["trained"].get("positive_f1") is not None else "macro"
+def reported_f1(result: dict, f1: str = "positive") -> str:
+    """The F1 T&Š Table 1 reports for a fragility result under ``tutek_snajder.tables.f1``: with ``positive`` (T&Š's
+    choice) class 1's F1 of a binary task, or ``macro`` where there is no positive class (more than two classes);
+    with ``macro`` macro-F1. The table, the card and the summary all use it."""
+    return "positive" if f1 == "positive" and result["trained"].get("positive_f1") is not None else "macro"
 
 
 def sort_key(regulariser: str, attention: str = "additive") -> tuple[int, int, str, str]:

@@ -60,7 +60,7 @@ def aopc_ranks(frame: pd.DataFrame, ranking: str = "signed", variant: str = "del
     return aopc.sort_values("rank").reset_index(drop=True)
 
 
-def run_measures(run: dict) -> dict:
+def run_measures(run: dict, f1: str = "positive") -> dict:
     row = {k: run[k] for k in (*KEYS, "model", "seed")}
     correlation = _parquet(run["jw_correlation"], ["tau_attention_loo"])
     row["tau_attention_loo"] = correlation["tau_attention_loo"].mean() if correlation is not None else np.nan
@@ -75,7 +75,9 @@ def run_measures(run: dict) -> dict:
         row["attention_aopc_rank"] = float(found["rank"].iloc[0]) if len(found) else np.nan
         row["attention_aopc"] = float(found["aopc"].iloc[0]) if len(found) else np.nan
     fragility = load_json(run["fragility"])
-    row["pm_delta_f1"] = fragility["delta"][f"permutation_{reported_f1(fragility)}_f1_mean"] if fragility else np.nan
+    row["pm_delta_f1"] = np.nan
+    if fragility:
+        row["pm_delta_f1"] = fragility["delta"][f"permutation_{reported_f1(fragility, f1)}_f1_mean"]
     mi = load_json(run["mutual_information"])
     row["mi_mf"] = (mi["samples"].get("MF", {}).get("mi") if mi else None) or np.nan
     tokens = _parquet(run["token_probability"], ["correct", "mean_token_prob"])
@@ -83,8 +85,10 @@ def run_measures(run: dict) -> dict:
     return row
 
 
-def summary_table(runs: list[dict]) -> pd.DataFrame:
-    per_run = pd.DataFrame([run_measures(r) for r in runs])
+def summary_table(runs: list[dict], f1: str = "positive") -> pd.DataFrame:
+    """The measures of every run, averaged over seeds per regulariser × attention; Pm. ΔF1 in Table 1's F1
+    (``tutek_snajder.tables.f1``)."""
+    per_run = pd.DataFrame([run_measures(r, f1) for r in runs])
     if per_run.empty:
         return pd.DataFrame(columns=[*KEYS, "n_runs"])
     columns = [*MEASURES, "n_methods"]
@@ -125,8 +129,8 @@ def summary_markdown(table: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_summary(runs, out_csv: str | Path, out_md: str | Path) -> pd.DataFrame:
-    table = summary_table(parse_runs(runs))
+def write_summary(runs, out_csv: str | Path, out_md: str | Path, f1: str = "positive") -> pd.DataFrame:
+    table = summary_table(parse_runs(runs), f1)
     write_text(out_csv, table.to_csv(index=False, float_format="%.6g"))
     write_text(out_md, summary_markdown(table))
     log.info("T&Š summary of %d variants → %s, %s", len(table), out_csv, out_md)

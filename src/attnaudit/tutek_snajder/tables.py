@@ -101,7 +101,7 @@ def fragility_frame(runs: list[dict], f1: str = "positive") -> pd.DataFrame:
             row[f"tr_{short}"] = 100 * _num(result["trained"][metric])
             row[f"un_{short}"] = _num(d[f"uniform_{metric}"])
             row[f"pm_{short}"] = _num(d[f"permutation_{metric}_mean"])
-        used = reported_f1(result) if f1 == "positive" else f1
+        used = reported_f1(result, f1)
         row.update(tr=row[f"tr_{used}"], un=row[f"un_{used}"], pm=row[f"pm_{used}"], f1=used)
         row.update(n=result["n"], n_permutations=result["n_permutations"])
         rows.append(row)
