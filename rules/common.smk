@@ -588,7 +588,7 @@ def check_jw_overrides(dataset):
 
 
 # keys only the tables read (thresholds): changing them reruns the tables, not the audits
-JW_TABLE_ONLY = {"permutation": {"small_change"}, "adversarial": {"high_jsd"}}
+JW_TABLE_ONLY = {"correlation": {"significance"}, "permutation": {"small_change"}, "adversarial": {"high_jsd"}}
 
 
 def jw_options(dataset, audit):
@@ -604,6 +604,13 @@ JW_TABLE_SECTIONS = ("correlation", "permutation", "adversarial")
 def jw_table_options(dataset):
     """The options J&W's tables job of ``dataset`` reads, as its --options JSON."""
     return as_json({section: jw_dataset_options(dataset)[section] for section in JW_TABLE_SECTIONS})
+
+
+def jw_heatmap_options(dataset):
+    """The options J&W's heatmaps job of ``dataset`` reads (its own and the ε of the adversarial search it shows), as
+    its --options JSON."""
+    options = jw_dataset_options(dataset)
+    return as_json({"heatmaps": options["heatmaps"], "adversarial": {"epsilon": options["adversarial"]["epsilon"]}})
 
 
 def jw_figure_models(dataset):

@@ -49,7 +49,7 @@ rule jw_correlation:
     conda:
         "../envs/attnaudit.yaml"
     params:
-        options=as_json({"correlation": JW["correlation"]}),
+        options=lambda wc: jw_options(wc.dataset, "correlation"),
         dataset_dir=subpath(input.examples, parent=True),
         split=AUDITS["split"],
     shell:
@@ -207,7 +207,7 @@ rule jw_heatmaps:
     conda:
         "../envs/attnaudit.yaml"
     params:
-        options=lambda wc: as_json({k: jw_dataset_options(wc.dataset)[k] for k in ("adversarial", "heatmaps")}),
+        options=lambda wc: jw_heatmap_options(wc.dataset),
         dataset_dir=subpath(input.examples, parent=True),
         seed=config["seed"],
     shell:

@@ -561,6 +561,7 @@ def test_a_stage_can_be_switched_off_and_overrides_reach_every_rule(tmp_path):
                 "jain_wallace": {"adversarial": {"epsilon": 0.05, "high_jsd": 0.3}},
             }
         },
+        "jain_wallace": {"correlation": {"significance": 0.01}},
         "saliency": {"datasets": []},
     }
     proc = dry_run(tmp_path, cfg, "-p")
@@ -569,7 +570,8 @@ def test_a_stage_can_be_switched_off_and_overrides_reach_every_rule(tmp_path):
     shell = "Shell command: python -m attnaudit jain-wallace"
     commands = [line for line in proc.stdout.splitlines() if line.startswith(shell)]
     by_stage = {
-        stage: [c for c in commands if f"jain-wallace {stage} " in c] for stage in ("audit", "tables", "heatmaps")
+        stage: [c for c in commands if f"jain-wallace {stage} " in c]
+        for stage in ("audit", "correlation", "tables", "heatmaps")
     }
     adversarial = [c for c in by_stage["audit"] if '"adversarial"' in c]
     assert adversarial and by_stage["tables"] and by_stage["heatmaps"], commands
@@ -577,8 +579,12 @@ def test_a_stage_can_be_switched_off_and_overrides_reach_every_rule(tmp_path):
         assert '"epsilon": 0.05' in command and '"epsilon": 0.01' not in command, command
     assert all('"high_jsd"' not in c and '"small_change"' not in c for c in by_stage["audit"]), by_stage["audit"]
     assert '"high_jsd": 0.3' in by_stage["tables"][0]
-    # nor are the heatmaps' options the tables' (changing n_per_model reran J&W's tables and the combined ones)
+    # nor are the heatmaps' options the tables' (changing n_per_model reran J&W's tables and the combined ones), nor
+    # the tables' thresholds the heatmaps' or the correlation audit's (Table 2's significance level)
     assert '"n_per_model"' in by_stage["heatmaps"][0] and '"n_per_model"' not in by_stage["tables"][0], commands
+    assert all('"high_jsd"' not in c for c in by_stage["heatmaps"]), by_stage["heatmaps"]
+    assert by_stage["correlation"] and all('"significance"' not in c for c in by_stage["correlation"]), commands
+    assert '"significance": 0.01' in by_stage["tables"][0]
 
 
 def test_each_wp_job_gets_only_the_option_it_reads(tmp_path):
