@@ -1158,6 +1158,14 @@ def wp_summary_inputs(wildcards):
     }
 
 
+def wp_card_options(wildcards):
+    """The cards options of a W&P summary job: none for an imitating model's (W&P §4: its imitation's numbers, no
+    check), so a threshold of the base model's checks does not rerun it."""
+    if variant(wildcards.dataset, wildcards.model)["objective"] == "imitate":
+        return as_json({})
+    return as_json(card_options(wildcards.dataset, "wiegreffe_pinter"))
+
+
 def ts_card_models(dataset):
     return ts_models(dataset) if dataset in TS_DATASETS else []
 

@@ -225,7 +225,7 @@ rule wp_card_summary:
         "../envs/attnaudit.yaml"
     params:
         inputs=summary_inputs_json,
-        options=lambda wc: as_json(card_options(wc.dataset, "wiegreffe_pinter")),
+        options=wp_card_options,
     shell:
         "python -m attnaudit cards summary --stage wiegreffe_pinter --dataset {wildcards.dataset} --model {wildcards.model}"
         " --inputs {params.inputs:q} --options {params.options:q} --out {output:q} > {log:q} 2>&1"

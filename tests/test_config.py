@@ -599,6 +599,11 @@ def test_each_wp_job_gets_only_the_option_it_reads(tmp_path):
     assert "spread_k" in options["uniform"] and "min_seeds" in options["seed-variance"], options
     assert "attention_bins" in options["seed-figures"], options
     assert not any(key in options["seed-variance"] for key in ("spread_k", "attention_bins")), options
+    # an imitating model's card summary reads no cards option: the base model's thresholds do not rerun it
+    summaries = [c for c in shell_commands(tmp_path, cfg, "cards summary") if "--stage wiegreffe_pinter " in c]
+    imitating = [c for c in summaries if "-adv" in c.split("--model ")[1].split()[0]]
+    assert imitating and all("--options '{}'" in c for c in imitating), summaries
+    assert any('"seed_spread"' in c for c in summaries if c not in imitating), summaries
 
 
 def test_cards_apply_the_thresholds_of_the_papers_tables(tmp_path):
