@@ -630,7 +630,8 @@ def test_cards_apply_the_thresholds_of_the_papers_tables(tmp_path):
 
 def test_a_training_field_is_a_parameter_of_the_models_that_read_it(tmp_path):
     """``train.average_hidden`` is read by the average encoder alone: it is not in the BiLSTM's train job, so
-    setting it retrains the average models only (it used to retrain every model)."""
+    setting it retrains the average models only (it used to retrain every model); ``attention_weight_decay``
+    likewise retrains the models whose attention has parameters."""
     cfg = {
         "datasets": {"planted": {"corpus": "planted", "grid": {"encoders": ["lstm", "average"]}}},
         "train": {"average_hidden": 64, "decoder_hidden": 16},
@@ -641,6 +642,14 @@ def test_a_training_field_is_a_parameter_of_the_models_that_read_it(tmp_path):
     assert average and lstm, train
     assert all('"average_hidden": 64' in c for c in average) and not any("average_hidden" in c for c in lstm)
     assert not any("decoder_hidden" in c for c in train)  # the QA decoder's width: no classifier reads it
+    # the attention's weight decay: read where attention has parameters, not by uniform attention
+    cfg = {**_sheet({"lstm-uniform": {"attention": "uniform"}}), "train": {"attention_weight_decay": 0}}
+    train = shell_commands(tmp_path / "decay", cfg, "train")
+    uniform = [c for c in train if "-uniform-" in c.split("--out-dir ")[1].split()[0]]
+    additive = [c for c in train if "-additive-" in c.split("--out-dir ")[1].split()[0]]
+    assert uniform and additive, train
+    assert all('"attention_weight_decay": 0' in c for c in additive), additive
+    assert not any("attention_weight_decay" in c for c in uniform), uniform
 
 
 def test_every_train_job_names_its_attention_support(tmp_path):

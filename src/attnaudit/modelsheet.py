@@ -78,15 +78,22 @@ ENCODER_FIELDS = {
     "mlp": ("mlp_hidden",),
 }
 QA_FIELDS = ("decoder_hidden", "lstm_hidden")
+#: training fields only attention with parameters reads (uniform and guided attention learn none)
+LEARNED_ATTENTION_FIELDS = ("attention_weight_decay",)
+UNLEARNED_ATTENTION = ("uniform", "guided")
 #: regularisers that compare or add h_t and e_t, so 2·lstm_hidden (the encoder output) must equal the embedding
 SAME_SIZE = ("residual", "tying", "mlm")
 
 
 def fields_read(spec: dict, qa: bool = False) -> dict:
     """``spec`` without the training fields its model does not read (another encoder's sizes, the QA decoder's
-    width in a classifier), so setting ``train.average_hidden`` reruns the average models only."""
-    specific = {field for fields in ENCODER_FIELDS.values() for field in fields} | set(QA_FIELDS)
+    width in a classifier, the attention's weight decay where attention learns nothing), so setting
+    ``train.average_hidden`` reruns the average models only."""
+    specific = {field for fields in ENCODER_FIELDS.values() for field in fields}
+    specific |= {*QA_FIELDS, *LEARNED_ATTENTION_FIELDS}
     read = {*ENCODER_FIELDS.get(spec["encoder"], ()), *(QA_FIELDS if qa else ())}
+    if spec.get("attention") not in UNLEARNED_ATTENTION:
+        read |= set(LEARNED_ATTENTION_FIELDS)
     return {key: value for key, value in spec.items() if key not in specific - read}
 
 
