@@ -829,9 +829,14 @@ def wp_imitation_path(dataset, model):
     return f"results/audits/{dataset}/{model}/wp_imitation.json"
 
 
+def imitates(dataset, model):
+    """Whether the model is trained to imitate another (W&P §4, T&Š §4.3)."""
+    return variant(dataset, model)["objective"] == "imitate"
+
+
 def imitating_models(dataset):
-    """Every model of the dataset trained to imitate another (W&P §4, T&Š §4.3)."""
-    return [m for m in model_ids(dataset) if variant(dataset, m)["objective"] == "imitate"]
+    """Every model of the dataset trained to imitate another."""
+    return [m for m in model_ids(dataset) if imitates(dataset, m)]
 
 
 def wiegreffe_pinter_targets():
@@ -1148,7 +1153,7 @@ def wp_card_models(dataset):
 
 
 def wp_summary_inputs(wildcards):
-    if variant(wildcards.dataset, wildcards.model)["objective"] == "imitate":
+    if imitates(wildcards.dataset, wildcards.model):
         return {"imitation": wp_imitation_path(wildcards.dataset, wildcards.model)}
     roles = wp_roles(wildcards.dataset)
     return {
@@ -1161,7 +1166,7 @@ def wp_summary_inputs(wildcards):
 def wp_card_options(wildcards):
     """The cards options of a W&P summary job: none for an imitating model's (W&P §4: its imitation's numbers, no
     check), so a threshold of the base model's checks does not rerun it."""
-    if variant(wildcards.dataset, wildcards.model)["objective"] == "imitate":
+    if imitates(wildcards.dataset, wildcards.model):
         return as_json({})
     return as_json(card_options(wildcards.dataset, "wiegreffe_pinter"))
 

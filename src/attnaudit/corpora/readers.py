@@ -347,9 +347,7 @@ def misread_utf16_advice(data: bytes, encoding: str) -> str | None:
     if order:
         read_as = "be" if encoding.lower().endswith("be") else "le"
         return f"it is UTF-16 in the other byte order: set 'encoding: utf-16-{order}'" if order != read_as else None
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
+    if not _decodes(data, "utf-8"):
         return None
     return "it is UTF-8 (no NUL byte between its characters), not UTF-16: remove 'encoding'"
 
