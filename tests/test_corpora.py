@@ -792,6 +792,11 @@ def test_user_jsonl_lines_end_only_at_newlines(tmp_path):
             + '{"text": "b", "label": "-"}\n',
             "m.jsonl:61: label '-' on 1 of 61 rows, beside the classes entailment, neutral: SNLI and MultiNLI write",
         ),
+        (  # beside NLI's classes '-' is no class however often it occurs (here 1 row in 4)
+            "nli.csv",
+            "text,label\n" + "a,entailment\nb,contradiction\nc,neutral\nd,-\n" * 10,
+            "nli.csv:5: label '-' on 10 of 40 rows, beside the classes contradiction, entailment, neutral: SNLI and",
+        ),
         ("p.jsonl", '{"text": "a", "label": "pos"}\n{"text": "b", "label": "None"}\n', "p.jsonl:2: label 'None'"),
         ("c.csv", "text,label\na,pos\nb,neg\nc,Pos\n", "c.csv:4: label 'Pos' differs only in case from 'pos'"),
         ("b.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": true}\n', "b.jsonl:2: label true/false in a"),

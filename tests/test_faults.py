@@ -156,7 +156,7 @@ def test_a_user_corpus_in_chinese_needs_its_language_named(tmp_path):
 def test_a_user_nli_corpus_plans_jws_qa_models_and_no_stage_that_needs_a_classifier(tmp_path):
     """With ``query_column`` a user corpus is QA/NLI (J&W §3): its models are J&W's QA model (the train job reads
     the QA decoder's width, which a classifier's does not), and listing it for W&P, whose adversaries imitate a
-    classifier, stops the dry run naming the key."""
+    classifier, stops the dry run naming the key. Premise and hypothesis swapped, the dry run says so."""
     rng = np.random.default_rng(0)
     path = tmp_path / "nli.csv"
     with path.open("w", newline="") as handle:
@@ -168,6 +168,12 @@ def test_a_user_nli_corpus_plans_jws_qa_models_and_no_stage_that_needs_a_classif
     cfg["datasets"]["mine"]["train"] = {"decoder_hidden": 17}
     planned = " ".join(shell_commands(tmp_path, cfg, "train") + shell_commands(tmp_path, cfg, "jain-wallace tables"))
     assert '"decoder_hidden": 17' in planned and '"qa": true' in planned  # J&W's Table 2 pools its instances
+    swapped = "the query (query_column 'premise') is longer than its passage (text_column 'hypothesis') in 100% of"
+    assert swapped not in (proc := dry_run(tmp_path, cfg)).stderr and proc.returncode == 0, proc.stderr[-3000:]
+    entry = cfg["corpora"]["user"]["mine"]
+    entry["text_column"], entry["query_column"] = "hypothesis", "premise"
+    assert swapped in (proc := dry_run(tmp_path, cfg)).stderr and proc.returncode == 0, proc.stderr[-3000:]
+    entry["text_column"], entry["query_column"] = "premise", "hypothesis"
     del cfg["corpora"]["user"]["mine"]["query_column"]
     planned = " ".join(shell_commands(tmp_path, cfg, "train") + shell_commands(tmp_path, cfg, "jain-wallace tables"))
     assert "jain-wallace tables" in planned and '"decoder_hidden"' not in planned and '"qa"' not in planned
@@ -178,8 +184,8 @@ def test_a_user_nli_corpus_plans_jws_qa_models_and_no_stage_that_needs_a_classif
 
 def test_a_user_qa_corpus_whose_answers_no_passage_could_hold_stops_the_dry_run(tmp_path):
     """``candidates: passage`` reads each class as an answer word of the passage (J&W §3, CNN): without a query it
-    is no QA corpus, and an answer of two tokens is no passage token; both stop the dry run, naming the key or the
-    answer."""
+    is no QA corpus, an answer of two tokens is no passage token, and answers mostly not in their passages (the
+    question read as the passage) would be dropped; each stops the dry run, naming the key or the answers."""
     path = tmp_path / "qa.csv"
     rows = [("we walked to the new york office", "where did we walk", "new york")]
     rows += [(f"we walked to the {place}", "where did we walk", place) for place in ("park", "office")]
@@ -189,6 +195,11 @@ def test_a_user_qa_corpus_whose_answers_no_passage_could_hold_stops_the_dry_run(
     cfg["corpora"]["user"]["mine"]["query_column"] = "question"
     expected = "answers must be one token each, as the candidates are the passage's tokens; {'new york': ['new', "
     assert expected in said(dry_run(tmp_path, cfg))
+    # one-token answers, but the passage and question columns swapped: no answer is in its "passage"
+    rows = [(f"we walked to the {place} and back", "where did we walk", place) for place in ("park", "office")]
+    pd.DataFrame(rows * 20, columns=["question", "story", "answer"]).to_csv(path, index=False)
+    expected = "the answer of 40 of 40 documents is not a token of its passage (document: answer, {'mine-"
+    assert expected in (output := said(dry_run(tmp_path, cfg))) and "does text_column name the passages" in output
 
 
 def test_a_user_tsv_gives_the_documents_of_the_same_rows_as_csv(tmp_path):

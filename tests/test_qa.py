@@ -196,6 +196,20 @@ def cnn_documents(tmp_path) -> tuple[pd.DataFrame, list[str]]:
     return frame, info["label_names"]
 
 
+def test_tokenise_drops_a_few_answers_not_in_their_passage_and_stops_on_most(tmp_path):
+    """J&W §3 (CNN): a document whose answer is no token of its passage has no right candidate and is dropped,
+    counted; most of them so means the passage is some other column, and the job stops saying so."""
+    docs, _ = cnn_documents(tmp_path)
+    docs = pd.concat([docs] * 4, ignore_index=True).assign(id=lambda d: [f"cnn-{i:02d}" for i in range(len(d))])
+    lost = docs.index[0]
+    docs.loc[lost, "text"] = docs.loc[lost, "text"].replace(docs.loc[lost, "answer"], "@entity99")
+    examples, _, stats = tokenise_documents(docs, {}, seed=0)
+    assert stats["dropped"]["answer not in passage"] == 1 and docs.loc[lost, "id"] not in set(examples["id"])
+    swapped = docs.rename(columns={"text": "query", "query": "text"})
+    with pytest.raises(AttnauditError, match=r"the answer of \d+ of \d+ documents is not a token of its passage"):
+        tokenise_documents(swapped, {}, seed=0)
+
+
 def test_tokenise_query_entities_and_answers_in_vocab(tmp_path):
     docs, _ = cnn_documents(tmp_path)
     with pytest.raises(AttnauditError, match=r"tokenise.min_count: 50 leaves no word in the vocabulary"):

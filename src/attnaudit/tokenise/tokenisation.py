@@ -186,6 +186,8 @@ def quick_slice(docs: pd.DataFrame, max_examples: int | None, seed: int) -> pd.D
     return docs.loc[sorted(np.concatenate(keep))]
 
 
+ANSWER_SAMPLE = 1000  # passages the dry run tokenises to see that most answers are in them
+
 LENGTH_FILTERS = {  # what each length option drops (J&W's code drops by length too)
     "max_tokens": "each document of that many tokens or more (it does not truncate)",
     "min_tokens": "each document shorter than that (sentence markers included)",
@@ -221,7 +223,7 @@ def tokenise_documents(
     docs = docs[~empty]
     if "answer" in docs.columns:  # candidates are the classes whose answer word is in the passage (J&W §3: CNN)
         docs = docs.assign(answer=docs["label"].map(answer_tokens(docs, tokenize, where)))
-        absent = np.array([answer not in tokens for answer, tokens in zip(docs["answer"], docs["tokens"])], bool)
+        absent = answers_absent(docs, where)
         dropped["answer not in passage"] = int(absent.sum())
         docs = docs[~absent]
     marker_count = 2 if options["markers"] else 0
@@ -330,6 +332,22 @@ def answer_tokens(docs: pd.DataFrame, tokenize: Callable[[list[str]], list[list[
             f"so no passage could tell them apart: {abridged(alike)}"
         )
     return {label: toks[0] for label, toks in tokens.items()}
+
+
+def answers_absent(docs: pd.DataFrame, where: str) -> np.ndarray:
+    """Which documents' answer token (``answer``) is not among their passage's ``tokens``: the tokeniser drops them,
+    as no candidate would be the answer (J&W §3: CNN's answer entity is in its story). When that is most of them,
+    stop: the passages are likely another column (the question's), or the answers another kind of text."""
+    absent = np.array([answer not in tokens for answer, tokens in zip(docs["answer"], docs["tokens"])], bool)
+    if len(docs) and absent.mean() > 0.5:
+        examples = abridged(dict(zip(docs.loc[absent, "id"].astype(str), docs.loc[absent, "answer"])), shown=3)
+        raise AttnauditError(
+            f"{where}: the answer of {int(absent.sum())} of {len(docs)} documents is not a token of its passage "
+            f"(document: answer, {examples}), and a document whose answer is no candidate is dropped; with "
+            "candidates: passage each answer is a word of the passage (text_column) the question (query_column) "
+            "asks about: does text_column name the passages?"
+        )
+    return absent
 
 
 def _shift_important(row, marker_count: int) -> list[int]:
@@ -543,12 +561,29 @@ def check_no_class_left_empty(labels: pd.Series, empty: pd.Series, where: str, c
         )
 
 
+def warn_if_query_longer(documents: pd.DataFrame, entry: dict, where: str) -> None:
+    """J&W §3: attention weighs the passage or premise (``text_column``), the question or hypothesis
+    (``query_column``) conditioning it; in SNLI and MultiNLI, bAbI and CNN the query is the shorter of the two. Most
+    queries longer than their passage suggest the columns are swapped: said on stderr (a corpus may mean it)."""
+    words = [documents[column].map(lambda text: len(str(text).split())) for column in ("text", "query")]
+    longer = float((words[1] > words[0]).mean()) if len(documents) else 0.0
+    if longer > 0.5:
+        print(
+            f"attnaudit: warning: {where}: the query (query_column {entry['query_column']!r}) is longer than its "
+            f"passage (text_column {entry['text_column']!r}) in {longer:.0%} of the rows; attention weighs the "
+            "text_column (the passage or premise), conditioned on the query_column (the question or hypothesis): "
+            "are the two swapped?",
+            file=sys.stderr,
+        )
+
+
 def check_user_dataset(dataset: str, corpus: str, entry: dict, options: dict, seed: int) -> None:
     """Before any job runs: the user corpus ``corpus`` (``corpora.user.<corpus>``) can be read and split into
     train/dev/test with every class of the corpus in each split (of a QA/NLI corpus, two classes and every split
     non-empty), as :func:`tokenise_documents` will split it once ``max_examples`` has sliced it and empty
     documents are dropped (its length filters and the drop of answers not in their passage aside: they need every
-    passage tokenised) and ``test_sample`` has sampled its test split, and that answer words are one token each."""
+    passage tokenised) and ``test_sample`` has sampled its test split, and that answer words are one token each,
+    most of them in their passages (of a seeded sample of ``ANSWER_SAMPLE`` passages)."""
     from attnaudit.corpora.readers import read_user
 
     documents, info = read_user(corpus, entry)
@@ -576,11 +611,15 @@ def check_user_dataset(dataset: str, corpus: str, entry: dict, options: dict, se
         hint = f"; does text_column {entry['text_column']!r} name the right column, or did the file lose those texts?"
         check_no_class_left_empty(documents["label"], blank, where, info["label_names"], hint)
     documents = documents[~blank]  # the tokeniser drops documents (and queries) without tokens
+    if query:
+        warn_if_query_longer(documents, entry, where)
     if options["language"] == "en":
         check_spaced_script(documents["text"], where, ("datasets", dataset, "tokenise", "language"), seed)
     tokenize = tokenizer_of(options)
-    if "answer" in documents.columns:  # candidates: passage; whether each answer is in its passage: the job's
-        answer_tokens(documents, tokenize, where)
+    if "answer" in documents.columns:  # candidates: passage; each answer one token, most of them in their passage
+        answers = documents["label"].map(answer_tokens(documents, tokenize, where))
+        sample = documents.sample(n=min(len(documents), ANSWER_SAMPLE), random_state=seed)
+        answers_absent(sample.assign(answer=answers, tokens=tokenize(sample["text"].tolist())), where)
     try:
         split = assign_splits(documents, options, seed)
         check_splits(split, where, not query, info["label_names"])
