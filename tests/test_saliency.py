@@ -2,7 +2,10 @@
 completeness, Kendall τ-b against scipy, batched faithfulness against a naive per-instance loop, the planted
 ground truth, and the stage end to end (identical for 1 and 2 chunks)."""
 
+import json
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +17,7 @@ from conftest import ENCODERS, MARKERS, tiny_batch, tiny_model
 
 from attnaudit.auditing import iterate_chunk, load_audit_inputs
 from attnaudit.data import collate
-from attnaudit.importance import get_method
+from attnaudit.importance import METHODS, get_method
 from attnaudit.importance._forward import class_scores, embedding_forward
 from attnaudit.importance._stage import read_scores, score
 from attnaudit.io import gather_chunks
@@ -109,7 +112,7 @@ LONG_DOCUMENT_IG = """
 import re, sys, torch
 sys.path.insert(0, {tests!r})
 from conftest import tiny_batch, tiny_model
-from attnaudit.importance import get_method
+from attnaudit.importance import METHODS, get_method
 from attnaudit.models import input_gradients
 input_gradients.TAPE_BYTES = int(sys.argv[1])
 model = tiny_model("lstm", seed=3, lstm_hidden=64, embedding_dim=8)
@@ -461,23 +464,34 @@ def test_stage_tables_planted_and_figures(stage_outputs, planted_dataset):
     audits = root / "audits-2"
     out = root / "tables"
     run = audits / "planted" / "average-additive-base-s0"
-    tables = report.run_tables(
-        [
-            {
-                "dataset": "planted",
-                "model": "average-additive-base-s0",
-                "agreement": run / "saliency_agreement.parquet",
-                "faithfulness": run / "saliency_faithfulness.parquet",
-                "importance": outputs[2]["importance"],
-            }
-        ],
-        str(out),
-    )
+    runs = [
+        {
+            "dataset": "planted",
+            "model": "average-additive-base-s0",
+            "agreement": run / "saliency_agreement.parquet",
+            "faithfulness": run / "saliency_faithfulness.parquet",
+            "importance": outputs[2]["importance"],
+        }
+    ]
+    tables = report.run_tables(runs, str(out))
     agreement_csv = pd.read_csv(out / "agreement.csv")
     assert {"dataset", "model", "method_a", "method_b", "tau_mean", "topk_overlap"} <= set(agreement_csv.columns)
     faith = pd.read_csv(out / "faithfulness.csv")
     assert {"dataset", "model", "method", "k", "comprehensiveness", "sufficiency", "variant"} <= set(faith.columns)
     assert set(faith["k"]) == {"1%", "5%", "10%", "20%", "50%", "aopc"}
+    signed = faith.groupby("method")["signed"].agg(set).to_dict()  # as each method's importance files say
+    assert signed == {method: {METHODS[method].signed} for method in methods}, signed
+    probe = (  # the tables job reads what it reports off the files: it starts no torch (~3 s per job)
+        "import json, sys; from attnaudit.saliency import report; "
+        "report.run_tables(json.loads(sys.argv[1]), sys.argv[2]); print('torch' in sys.modules)"
+    )
+    child = subprocess.run(
+        [sys.executable, "-c", probe, json.dumps([runs[0]], default=str), str(root / "tables-child")],
+        capture_output=True,
+        text=True,
+    )
+    assert child.stdout == "False\n", child.stdout + child.stderr[-3000:]
+    assert pd.read_csv(root / "tables-child" / "faithfulness.csv").equals(faith)
     cost = pd.read_csv(out / "cost.csv")
     assert set(cost["method"]) == set(methods) and (cost["seconds_per_1000"] > 0).all()
     assert len(tables["ig_convergence"]) == 1

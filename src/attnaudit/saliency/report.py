@@ -54,7 +54,9 @@ def agreement_table(frame: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def faithfulness_table(frame: pd.DataFrame) -> pd.DataFrame:
+def faithfulness_table(frame: pd.DataFrame, signed: dict[str, bool]) -> pd.DataFrame:
+    """Comprehensiveness and sufficiency per k and their AOPC; ``signed``: each method's importance files' ``signed``
+    (B&F §3.1: saliency is signed, sensitivity is not), None for a method without them."""
     keys = ["variant", "ranking", "method"]
     per_k = (
         frame.groupby([*keys, "k"], sort=False)
@@ -79,15 +81,8 @@ def faithfulness_table(frame: pd.DataFrame) -> pd.DataFrame:
     table = pd.concat([per_k, aopc], ignore_index=True)
     order = [pd.Categorical(table[key], categories=list(dict.fromkeys(table[key]))).codes for key in keys]
     table = table.iloc[np.lexsort(order[::-1]), :].reset_index(drop=True)  # grouped, in first-seen order
-    table.insert(3, "signed", table["method"].map(_signed))
+    table.insert(3, "signed", [signed.get(method) for method in table["method"]])
     return table
-
-
-def _signed(method: str):
-    """True for B&F's saliency (signed scores), False for sensitivity-like unsigned ones; None if unregistered."""
-    from attnaudit.importance import METHODS
-
-    return METHODS[method].signed if method in METHODS else None
 
 
 def cost_table(scores: pd.DataFrame) -> pd.DataFrame:
@@ -128,7 +123,9 @@ def run_tables(runs: list[dict], out_dir: str) -> dict[str, pd.DataFrame]:
         )
         parts = {
             "agreement": agreement_table(read_parquet(run["agreement"])),
-            "faithfulness": faithfulness_table(read_parquet(run["faithfulness"])),
+            "faithfulness": faithfulness_table(
+                read_parquet(run["faithfulness"]), dict(zip(scores["method"], scores["signed"].astype(bool)))
+            ),
             "cost": cost_table(scores),
             "ig_convergence": ig_table(scores),
         }
