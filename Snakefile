@@ -27,16 +27,9 @@ with config_errors_end_the_run():
     include: "rules/explorer.smk"
 
     keep_freed_memory_in_jobs()
+    stop_reevaluation_timers_at_exit()
     check_profile_rule_names()
     check_slurm_placeholders()
-
-
-onsuccess:
-    stop_reevaluation_timers()
-
-
-onerror:
-    stop_reevaluation_timers()
 
 
 # gathers and tables take seconds: run them where Snakemake runs, not as cluster jobs

@@ -1201,6 +1201,14 @@ def stop_reevaluation_timers():
             thread.cancel()
 
 
+def stop_reevaluation_timers_at_exit():
+    """:func:`stop_reevaluation_timers` however the run ends: among threading's exit functions, which the interpreter
+    calls before it waits for non-daemon threads (`threading._register_atexit`, as `concurrent.futures` uses it).
+    The onsuccess/onerror hooks are not enough: an error in Snakemake's own handling of a job (a log it cannot write:
+    PermissionError) ends the run past them, which then waited 10 minutes, deaf to SIGTERM."""
+    threading._register_atexit(stop_reevaluation_timers)
+
+
 # glibc's allocator hands every freed buffer above its mmap threshold (dynamic, ≤ 32 MiB) and the free top of its
 # heap back to the kernel, and the next batch faults the same memory in again: 240k-590k page faults in a process
 # that trains one epoch. These values keep it: mmap only above 32 MiB, trim only above 16 GiB, grow the heap 64 MiB

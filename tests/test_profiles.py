@@ -21,7 +21,7 @@ from attnaudit.cli import build_parser
 def test_jobs_are_selected_once_per_finished_job_and_the_run_exits_at_once(tmp_path):
     """max-jobs-per-timespan: Snakemake's 1-second re-evaluation timers, one more chain per finished job, would
     re-run the job selection dozens of times while jobs wait for the one core; the profile's 10-minute span leaves
-    one selection per finished job, and the Snakefile's hooks cancel the last timer (else the process would live on
+    one selection per finished job, and the workflow cancels the last timer at exit (else the process would live on
     for 10 minutes after the run: the timeout below)."""
     corpus = write_corpus(tmp_path / "mine.csv", ["pos", "neg"] * 30)
     config = user_config(corpus)
@@ -34,6 +34,35 @@ def test_jobs_are_selected_once_per_finished_job_and_the_run_exits_at_once(tmp_p
     selections = run.stderr.count("Ready jobs:")
     assert finished == 6, run.stderr[-3000:]  # a corpora, a tokenise and an embeddings job per corpus
     assert 1 <= selections <= finished + 1, f"{selections} job selections for {finished} jobs"
+
+
+def test_a_run_that_snakemake_itself_fails_exits_at_once(tmp_path):
+    """A job whose log folder cannot be written fails in Snakemake's own handling of it (a PermissionError past the
+    onerror hook): the run stops with the path at once, where the 10-minute re-evaluation timer of profiles/default
+    kept it alive, deaf to SIGTERM (rules/common.smk, stop_reevaluation_timers_at_exit). As root, the run is
+    started without the capabilities that override file permissions, as a user's would be."""
+    config = user_config(write_corpus(tmp_path / "mine.csv", ["pos", "neg"] * 30))
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    logs = tmp_path / "logs" / "tokenise"
+    logs.mkdir(parents=True)
+    logs.chmod(0o555)
+    user = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search,-fowner"] if os.geteuid() == 0 else []
+    try:
+        probe = subprocess.run([*user, "touch", str(logs / "probe")], capture_output=True)
+        assert probe.returncode != 0, "the log folder is writable: the test cannot make the error it is about"
+        run = snakemake(
+            tmp_path,
+            "--cores",
+            "1",
+            "results/datasets/mine/vocab.json",
+            config=tmp_path / "config.yaml",
+            check=False,
+            timeout=90,
+            prefix=user or ["env"],
+        )
+    finally:
+        logs.chmod(0o755)
+    assert run.returncode != 0 and "Permission denied: 'logs/tokenise/mine.log'" in run.stderr, run.stderr[-3000:]
 
 
 def tunables_in_log(log):
