@@ -561,10 +561,13 @@ def check_no_class_left_empty(labels: pd.Series, empty: pd.Series, where: str, c
         )
 
 
-def warn_if_query_longer(documents: pd.DataFrame, entry: dict, where: str) -> None:
+def warn_if_query_longer(documents: pd.DataFrame, entry: dict, where: str, seed: int, sample: int = 2000) -> None:
     """J&W §3: attention weighs the passage or premise (``text_column``), the question or hypothesis
     (``query_column``) conditioning it; in SNLI and MultiNLI, bAbI and CNN the query is the shorter of the two. Most
-    queries longer than their passage suggest the columns are swapped: said on stderr (a corpus may mean it)."""
+    queries longer than their passage (in a seeded sample of ``sample`` rows) suggest the columns are swapped: said
+    on stderr (a corpus may mean it)."""
+    if len(documents) > sample:
+        documents = documents.sample(n=sample, random_state=seed)
     words = [documents[column].map(lambda text: len(str(text).split())) for column in ("text", "query")]
     longer = float((words[1] > words[0]).mean()) if len(documents) else 0.0
     if longer > 0.5:
@@ -612,7 +615,7 @@ def check_user_dataset(dataset: str, corpus: str, entry: dict, options: dict, se
         check_no_class_left_empty(documents["label"], blank, where, info["label_names"], hint)
     documents = documents[~blank]  # the tokeniser drops documents (and queries) without tokens
     if query:
-        warn_if_query_longer(documents, entry, where)
+        warn_if_query_longer(documents, entry, where, seed)
     if options["language"] == "en":
         check_spaced_script(documents["text"], where, ("datasets", dataset, "tokenise", "language"), seed)
     tokenize = tokenizer_of(options)
