@@ -795,9 +795,6 @@ def _label_mapping(
     return uniques, [pos[k] for k in keys]
 
 
-NLI_CLASSES = {"entailment", "neutral", "contradiction"}  # SNLI's and MultiNLI's gold labels
-
-
 def _check_unlabelled_mark(labels: list, mark, where: list[str], key: str, who: str) -> None:
     """Stop on a few labels ``mark`` beside two classes or more: how some corpora write an example without a label
     (Hugging Face's -1: SNLI's 785 pairs without a gold label among 550,152 in train, GLUE's test splits; SNLI's
@@ -807,7 +804,7 @@ def _check_unlabelled_mark(labels: list, mark, where: list[str], key: str, who: 
     classes = sorted(set(labels) - {mark})
     unlabelled = labels.count(mark)
     numbered = not isinstance(mark, int) or classes == list(range(len(classes)))
-    nli = mark == "-" and {c.casefold() for c in classes} <= NLI_CLASSES  # '-' is never an NLI class
+    nli = mark == "-" and {c.casefold() for c in classes} <= set(SNLI_LABELS)  # '-' is never an NLI class
     if unlabelled and len(classes) >= 2 and numbered and (nli or unlabelled < 0.02 * len(labels)):
         beside = f"0–{classes[-1]}" if isinstance(mark, int) else ", ".join(map(str, classes[:5]))
         raise AttnauditError(
