@@ -51,7 +51,7 @@ rule wp_seed_variance:
     shell:
         "python -m attnaudit wiegreffe-pinter seed-variance --base-predictions {input.base:q}"
         " --seed-predictions {input.seeds:q} --dataset-dir {params.dataset_dir:q} --adversarial {input.adversarial:q}"
-        " --split {params.split} --options {params.options:q} --out {output:q} --threads {threads} > {log:q} 2>&1"
+        " --split {params.split} --options {params.options:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule wp_seed_figures:
@@ -159,7 +159,7 @@ rule wp_imitation:
         "python -m attnaudit wiegreffe-pinter imitation --student-predictions {input.student:q}"
         " --teacher-predictions {input.teacher:q} --dataset-dir {params.dataset_dir:q} --split {params.split}"
         " --lambda {params.lam} --student {wildcards.model} --teacher {params.teacher} --dataset {wildcards.dataset}"
-        " --out {output:q} --threads {threads} > {log:q} 2>&1"
+        " --out {output:q} > {log:q} 2>&1"
 
 
 rule wp_adversary:

@@ -22,8 +22,8 @@ LN2 = math.log(2.0)
 
 
 def tvd(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
-    """Total variation distance over the last dimension."""
-    return 0.5 * (p - q).abs().sum(dim=-1)
+    """Total variation distance over the last dimension (of PyTorch tensors or NumPy arrays alike)."""
+    return 0.5 * abs(p - q).sum(-1)
 
 
 def kl(p: torch.Tensor, q: torch.Tensor, eps: float = 1e-10) -> torch.Tensor:

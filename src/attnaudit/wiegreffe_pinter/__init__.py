@@ -21,12 +21,6 @@ def _run(module: str, name: str, *args, **kwargs):
     return getattr(importlib.import_module(f"attnaudit.wiegreffe_pinter.{module}"), name)(*args, **kwargs)
 
 
-def _threads(n: int) -> None:
-    import torch
-
-    torch.set_num_threads(n)
-
-
 def add_cli(subparsers) -> None:
     p = subparsers.add_parser("wiegreffe-pinter", aliases=["wp"], help="Wiegreffe & Pinter (2019) audits")
     sub = p.add_subparsers(dest="wp_command", required=True)
@@ -46,7 +40,6 @@ def add_cli(subparsers) -> None:
     s.add_argument("--split", default="test")
     s.add_argument("--out", required=True)
     s.add_argument("--options", default="{}")
-    s.add_argument("--threads", type=int, default=1)
     s.set_defaults(func=_seed_variance)
 
     f = sub.add_parser("seed-figures", help="§3.3 Fig. 3: violins (seeds | J&W adversary) and scatter")
@@ -85,7 +78,6 @@ def add_cli(subparsers) -> None:
     i.add_argument("--teacher", required=True, help="teacher model id")
     i.add_argument("--dataset", required=True)
     i.add_argument("--out", required=True)
-    i.add_argument("--threads", type=int, default=1)
     i.set_defaults(func=_imitation)
 
     d = sub.add_parser("diagnostic", help="§3.4: diagnostic MLP F1 per guide")
@@ -118,7 +110,6 @@ def add_cli(subparsers) -> None:
 
 
 def _seed_variance(args) -> None:
-    _threads(args.threads)
     _run(
         "seeds",
         "write_seed_variance",
@@ -133,7 +124,6 @@ def _seed_variance(args) -> None:
 
 
 def _imitation(args) -> None:
-    _threads(args.threads)
     _run(
         "imitation",
         "write_imitation",

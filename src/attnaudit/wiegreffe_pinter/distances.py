@@ -1,28 +1,30 @@
 """Distances between two models' outputs on the same instances (W&P §3.1): TVD of the predicted distributions and
-JSD (nats, ≤ ln 2) of the attention distributions, batched over instances.
+JSD (nats, ≤ ln 2) of the attention distributions, over all instances at once.
 
 Attention is compared over the real tokens without the sentence markers ``<s>``, ``</s>``, both distributions
 renormalised over those positions (W&P's seed analysis slices the inner tokens ``[1:-1]``); an instance made only
 of markers has no such token and gets NaN. The ``max_attention`` reported with them is the reference model's
 maximum over the same renormalised positions.
+
+NumPy and SciPy only (the JSD's terms are ``scipy.special.rel_entr``, the statistic of ``attnaudit.metrics.jsd``):
+the jobs that compare predictions load no model, so they do not import PyTorch (2–3 CPU s).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import torch
+from scipy.special import rel_entr
 
 from attnaudit import AttnauditError
-from attnaudit.data import Encoded, collate, encode_split, load_examples
+from attnaudit.data import Encoded, encode_split, load_examples
 from attnaudit.io import read_parquet
-from attnaudit.masks import candidate_mask, marker_ids
-from attnaudit.metrics import jsd, tvd
-
-BLOCK = 1024  # instances per padded block (sorted by length, so little padding)
+from attnaudit.metrics import LN2, tvd
+from attnaudit.specials import marker_ids
 
 
 @dataclass
@@ -33,16 +35,24 @@ class Split:
     data: Encoded
     markers: tuple[int, ...]
 
-    @property
+    @cached_property
     def lengths(self) -> np.ndarray:
         return np.fromiter(map(len, self.data.sequences), dtype=np.int64, count=len(self.data))
 
-    @property
+    @cached_property
+    def owner(self) -> np.ndarray:
+        """The instance of every token of the concatenated sequences."""
+        return np.repeat(np.arange(len(self.data)), self.lengths)
+
+    @cached_property
+    def content(self) -> np.ndarray:
+        """Whether each token of the concatenated sequences is a real token (not a sentence marker)."""
+        return ~np.isin(np.concatenate(self.data.sequences), self.markers)
+
+    @cached_property
     def n_content(self) -> np.ndarray:
         """Non-marker tokens per instance."""
-        owner = np.repeat(np.arange(len(self.data)), self.lengths)
-        content = ~np.isin(np.concatenate(self.data.sequences), self.markers)
-        return np.bincount(owner, weights=content, minlength=len(self.data)).astype(np.int64)
+        return np.bincount(self.owner, weights=self.content, minlength=len(self.data)).astype(np.int64)
 
 
 @dataclass
@@ -96,39 +106,33 @@ def load_predictions(path: str | Path, split: Split) -> Predictions:
 
 def output_tvd(others: list[Predictions], reference: Predictions) -> np.ndarray:
     """TVD [S, N] between each of ``others``' predicted distributions and the reference's."""
-    stacked = torch.from_numpy(np.stack([o.probs for o in others]))
-    return tvd(stacked, torch.from_numpy(reference.probs)).numpy()
+    return tvd(np.stack([o.probs for o in others]), reference.probs)
 
 
-def _pad(arrays: list[np.ndarray], mask: torch.Tensor) -> torch.Tensor:
-    """Right-padded float64 matrix of ragged arrays (row-major order of ``mask`` = concatenation order)."""
-    values = torch.zeros(mask.shape, dtype=torch.float64)
-    values[mask] = torch.from_numpy(np.concatenate(arrays).astype(np.float64))
-    return values
-
-
-def _renormalise(values: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
-    """Weights on ``support`` rescaled to sum to 1; NaN rows where the support holds no mass."""
-    kept = values.masked_fill(~support, 0.0)
-    total = kept.sum(dim=1, keepdim=True)
-    return torch.where(total > 0, kept / total.clamp_min(torch.finfo(kept.dtype).tiny), torch.nan)
+def _renormalised(predictions: Predictions, split: Split) -> tuple[np.ndarray, np.ndarray]:
+    """Concatenated attention of every instance rescaled to sum to 1 over its non-marker tokens (0 on markers), and
+    per instance whether those tokens hold any mass (not for an instance of markers only: undefined there)."""
+    owner, content = split.owner, split.content
+    values = np.where(content, np.concatenate(predictions.attention).astype(np.float64), 0.0)
+    total = np.bincount(owner, weights=values, minlength=len(split.data))
+    defined = total > 0  # False for NaN weights too
+    return values / np.where(defined, total, 1.0)[owner], defined
 
 
 def attention_jsd(others: list[Predictions], reference: Predictions, split: Split) -> tuple[np.ndarray, np.ndarray]:
     """JSD [S, N] of each of ``others``' attention to the reference's over the non-marker tokens (both
     renormalised there), and the reference's max renormalised attention [N]. NaN where undefined."""
-    n = len(split.data)
-    out = np.full((len(others), n), np.nan)
-    top = np.full(n, np.nan)
-    order = np.argsort(split.lengths, kind="stable")
-    for start in range(0, n, BLOCK):
-        rows = order[start : start + BLOCK]
-        batch = collate([split.data.sequences[i] for i in rows])
-        support = candidate_mask(batch.tokens, batch.mask, split.markers)
-        base = _renormalise(_pad([reference.attention[i] for i in rows], batch.mask), support)
-        top[rows] = base.max(dim=1).values.numpy()  # NaN rows stay NaN
-        for s, other in enumerate(others):
-            alt = _renormalise(_pad([other.attention[i] for i in rows], batch.mask), support)
-            value = jsd(alt, base)
-            out[s, rows] = torch.where(alt.isnan().any(1) | base.isnan().any(1), torch.nan, value).numpy()
+    n, owner = len(split.data), split.owner
+    base, base_defined = _renormalised(reference, split)
+    top = np.zeros(n)
+    with np.errstate(invalid="ignore"):  # NaN weights: the instance is undefined anyway
+        np.maximum.at(top, owner, base)
+    top[~base_defined] = np.nan
+    out = np.empty((len(others), n))
+    for s, other in enumerate(others):
+        alt, alt_defined = _renormalised(other, split)
+        middle = 0.5 * (alt + base)
+        terms = 0.5 * rel_entr(alt, middle) + 0.5 * rel_entr(base, middle)  # 0·log 0 = 0 on the markers
+        divergence = np.clip(np.bincount(owner, weights=terms, minlength=n), 0.0, LN2)
+        out[s] = np.where(base_defined & alt_defined, divergence, np.nan)
     return out, top
