@@ -127,5 +127,5 @@ def test_every_command_that_takes_threads_is_given_its_jobs_threads(tmp_path):
         if hasattr(arguments, "threads"):
             command = " ".join(word for word in words[:2] if not word.startswith("-"))
             given.setdefault(command, set()).add(arguments.threads)
-    assert {"train", "importance score", "wiegreffe-pinter imitation"} <= set(given), sorted(given)
+    assert {"train", "importance score", "tutek-snajder mutual-information"} <= set(given), sorted(given)
     assert {command: threads for command, threads in given.items() if threads != {3}} == {}
