@@ -516,11 +516,16 @@ def abridged(items: list | dict, shown: int = 10, width: int = 40) -> str:
     return f"[{', '.join(repr(cut(item)) for item in items[:shown])}{more}]"
 
 
+def seeded_sample(rows: pd.Series | pd.DataFrame, sample: int, seed: int) -> pd.Series | pd.DataFrame:
+    """``sample`` rows drawn with ``seed``, or all rows as they are when there are no more: what the planning-time
+    checks of a large corpus read (they run at every dry run)."""
+    return rows.sample(n=sample, random_state=seed) if len(rows) > sample else rows
+
+
 def unspaced_script_shares(texts: pd.Series, seed: int, sample: int = 2000) -> dict[str, float]:
     """The share of the letters of a seeded sample of ``sample`` texts in each script of :data:`UNSPACED_SCRIPTS`
     (scripts with no letters left out)."""
-    if len(texts) > sample:
-        texts = texts.sample(n=sample, random_state=seed)
+    texts = seeded_sample(texts, sample, seed)
     letters = "".join(filter(str.isalpha, "".join(texts.map(str))))
     shares = {}
     for script in UNSPACED_SCRIPTS:
@@ -566,8 +571,7 @@ def warn_if_query_longer(documents: pd.DataFrame, entry: dict, where: str, seed:
     (``query_column``) conditioning it; in SNLI and MultiNLI, bAbI and CNN the query is the shorter of the two. Most
     queries longer than their passage (in a seeded sample of ``sample`` rows) suggest the columns are swapped: said
     on stderr (a corpus may mean it)."""
-    if len(documents) > sample:
-        documents = documents.sample(n=sample, random_state=seed)
+    documents = seeded_sample(documents, sample, seed)
     words = [documents[column].map(lambda text: len(str(text).split())) for column in ("text", "query")]
     longer = float((words[1] > words[0]).mean()) if len(documents) else 0.0
     if longer > 0.5:
