@@ -40,7 +40,19 @@ def add_cli(subparsers) -> None:
     s.add_argument("--split", default="test")
     s.add_argument("--out", required=True)
     s.add_argument("--options", default="{}")
-    s.set_defaults(func=_seed_variance)
+    s.set_defaults(
+        func=lambda a: _run(
+            "seeds",
+            "write_seed_variance",
+            a.out,
+            a.base_predictions,
+            a.seed_predictions,
+            a.dataset_dir,
+            a.adversarial,
+            split=a.split,
+            options=_json(a.options),
+        )
+    )
 
     f = sub.add_parser("seed-figures", help="§3.3 Fig. 3: violins (seeds | J&W adversary) and scatter")
     f.add_argument("--seed-variance", required=True)
@@ -78,7 +90,21 @@ def add_cli(subparsers) -> None:
     i.add_argument("--teacher", required=True, help="teacher model id")
     i.add_argument("--dataset", required=True)
     i.add_argument("--out", required=True)
-    i.set_defaults(func=_imitation)
+    i.set_defaults(
+        func=lambda a: _run(
+            "imitation",
+            "write_imitation",
+            a.out,
+            a.student_predictions,
+            a.teacher_predictions,
+            a.dataset_dir,
+            split=a.split,
+            lam=a.lam,
+            student=a.student,
+            teacher=a.teacher,
+            dataset=a.dataset,
+        )
+    )
 
     d = sub.add_parser("diagnostic", help="§3.4: diagnostic MLP F1 per guide")
     d.add_argument(
@@ -106,34 +132,4 @@ def add_cli(subparsers) -> None:
             adversarial=a.adversarial,
             title=a.title,
         )
-    )
-
-
-def _seed_variance(args) -> None:
-    _run(
-        "seeds",
-        "write_seed_variance",
-        args.out,
-        args.base_predictions,
-        args.seed_predictions,
-        args.dataset_dir,
-        args.adversarial,
-        split=args.split,
-        options=_json(args.options),
-    )
-
-
-def _imitation(args) -> None:
-    _run(
-        "imitation",
-        "write_imitation",
-        args.out,
-        args.student_predictions,
-        args.teacher_predictions,
-        args.dataset_dir,
-        split=args.split,
-        lam=args.lam,
-        student=args.student,
-        teacher=args.teacher,
-        dataset=args.dataset,
     )
