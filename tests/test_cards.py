@@ -12,12 +12,14 @@ import markdown_it
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from synthetic_results import make_results
 
 from attnaudit.cards.card import build_card, run_card, verdict
 from attnaudit.cards.render import card_markdown
 from attnaudit.cards.summary import DEFAULTS, bootstrap_ci, run_summary
-from attnaudit.explorer.build import build_site
+from attnaudit.explorer.build import build_site, overlay_scores, rounded
 
 
 def read_js(path):
@@ -270,6 +272,46 @@ def test_explorer_pages_and_escapes(tmp_path):
     np.testing.assert_allclose(inst["scores"]["gradient"], scores[inst["id"]], rtol=1e-3, atol=1e-7)
     listing = read_js(tmp_path / "explorer/data/synth/m-s0/list.js")
     assert listing["ids"][13] == inst["id"] and set(listing["values"]) == {"ε-max JSD", "Δŷ adversary (TVD)"}
+
+
+def printf_rounded(values, digits):
+    """The reference: ``float("%.{digits}g" % x)`` one value at a time (NaN/inf → None)."""
+    return [float(f"%.{digits}g" % v) if np.isfinite(v) else None for v in np.asarray(values, dtype=float)]
+
+
+def same_floats(a: list, b: list) -> bool:
+    return len(a) == len(b) and all(x == y and str(x) == str(y) for x, y in zip(a, b))  # str: -0.0, None
+
+
+@pytest.mark.parametrize("digits", range(1, 9))
+def test_explorer_scores_are_rounded_as_printf_writes_them(digits):
+    """The explorer's vectorised rounding gives what printf's ``%.{digits}g`` gives, also where x·10^k lies on a
+    tie (decimals ending in 5, and their neighbouring doubles), next to powers of ten, at the ends of the double
+    range and for scores of float32 models."""
+    rng = np.random.default_rng(digits)
+    ties = np.array([float(f"{m}5e{e}") for m in range(1, 1000) for e in range(-25, 25, 3)])
+    powers = 10.0 ** np.arange(-320, 309, dtype=float)
+    edges = [0.0, -0.0, np.nan, np.inf, -np.inf, 5e-324, -2.2250738585072014e-308, 1.7976931348623157e308]
+    for values in (
+        rng.random(20_000).astype(np.float32),
+        rng.standard_normal(20_000) * 10.0 ** rng.integers(-40, 40, 20_000),
+        np.concatenate([ties, -ties, np.nextafter(ties, np.inf), np.nextafter(ties, -np.inf)]),
+        np.concatenate([powers, np.nextafter(powers, 0), np.nextafter(powers, np.inf)]),
+        np.array(edges),
+    ):
+        assert same_floats(rounded(values, digits), printf_rounded(values, digits))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(width=64), max_size=20), st.integers(1, 8))
+def test_explorer_rounding_of_any_doubles(values, digits):
+    assert same_floats(rounded(values, digits), printf_rounded(values, digits))
+
+
+def test_explorer_leaves_out_an_overlay_where_an_instance_has_no_scores_of_its_length():
+    rows = [np.array([0.123456, 2.0]), None, np.nan, np.array([]), np.array([1.0, 2.0, 3.0]), [7.654321, -0.5]]
+    scores, mismatched = overlay_scores(rows, [2, 2, 2, 2, 2, 2], 3)
+    assert scores == [[0.123, 2.0], None, None, None, None, [7.65, -0.5]] and mismatched == 1
 
 
 def test_explorer_plan_expands_templates():

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import shutil
 from importlib import resources
 from pathlib import Path
@@ -37,11 +38,39 @@ def js_assign(key: str, obj) -> str:
     return f"(window.ATTNAUDIT=window.ATTNAUDIT||{{data:{{}}}}).data[{json.dumps(key)}]={text};\n"
 
 
+#: 10^i as doubles, exact up to 10^22 (5^22 < 2^53): the scales :func:`rounded` multiplies and divides by
+EXACT_POWERS_OF_TEN = np.array([float(10**i) for i in range(23)])
+
+
 def rounded(values, digits: int) -> list:
-    """Floats rounded to ``digits`` significant digits (NaN/inf → None), as JSON-ready Python floats."""
-    arr = np.asarray(values, dtype=float)
-    text = np.char.mod(f"%.{digits}g", arr)
-    return [float(t) if np.isfinite(v) else None for t, v in zip(text.tolist(), arr.tolist())]
+    """Floats rounded to ``digits`` (1–8) significant digits, exactly as ``float("%.{digits}g" % x)`` gives them
+    (NaN/inf → None), as JSON-ready Python floats.
+
+    Vectorised: with k = digits − 1 − ⌊log10|x|⌋, r = round(x·10^k) is the decimal's digits, and r / 10^k (or
+    r · 10^−k) is the double nearest the decimal (both operands exact, the division correctly rounded). Where
+    x·10^k lies within its rounding error of a tie between two integers, or 10^|k| is not exact, printf itself
+    formats the value. A ⌊log10⌋ off by one (x within a few ulps of a power of ten) gives r = 10^digits or
+    10^(digits−1), and so that power of ten, which is what printf writes too."""
+    x = np.asarray(values, dtype=float).ravel()
+    out = x.copy()  # ±0 stay as they are, as printf writes them
+    finite = np.isfinite(x)
+    nonzero = np.flatnonzero(finite & (x != 0))
+    v = x[nonzero]
+    k = digits - 1 - np.floor(np.log10(np.abs(v))).astype(np.int64)
+    exact = np.abs(k) < len(EXACT_POWERS_OF_TEN)
+    scale = EXACT_POWERS_OF_TEN[np.where(exact, np.abs(k), 0)]
+    up = k >= 0
+    scaled = np.where(up, v * scale, v / scale)
+    r = np.rint(scaled)
+    tie_distance = np.abs(np.abs(scaled - np.floor(scaled)) - 0.5)
+    with np.errstate(over="ignore"):  # the spacing of the largest doubles (left to printf: 10^|k| is not exact)
+        rounding_error = 4 * np.spacing(np.abs(scaled))
+    certain = exact & (tie_distance > rounding_error)
+    out[nonzero] = np.where(up, r / scale, r * scale)
+    spec = f".{digits}g"
+    for i in nonzero[~certain]:
+        out[i] = float(format(x[i], spec))
+    return [v if f else None for v, f in zip(out.tolist(), finite.tolist())]
 
 
 def _column_values(frame: pd.DataFrame, column: str, digits: int) -> list:
@@ -71,6 +100,24 @@ class _Examples:
             frame = read_columns(path, ["id", "split", "label", "tokens"], optional=("query_tokens",))  # QA/NLI
             self.cache[path] = frame[frame["split"] == self.split].drop(columns="split").reset_index(drop=True)
         return self.cache[path]
+
+
+def overlay_scores(rows: list, lengths: list[int], digits: int) -> tuple[list, int]:
+    """One overlay's per-token scores of every instance, :func:`rounded` in one call: per instance a list, or None
+    where it has none (no value; an empty list: no valid adversary) or a count unlike its tokens' (the number of
+    those is returned second)."""
+    arrays = [
+        None if values is None or (isinstance(values, float) and math.isnan(values)) else np.asarray(values, float)
+        for values in rows
+    ]
+    present = [a is not None and len(a) > 0 for a in arrays]
+    kept = [p and len(a) == n for a, p, n in zip(arrays, present, lengths)]
+    flat = rounded(np.concatenate([a for a, k in zip(arrays, kept) if k] or [np.empty(0)]), digits)
+    scores, start = [], 0
+    for a, k in zip(arrays, kept):
+        scores.append(flat[start : start + len(a)] if k else None)
+        start += len(a) if k else 0
+    return scores, sum(present) - sum(kept)
 
 
 def build_model(entry: dict, examples: pd.DataFrame, out: Path, split: str, options: dict) -> dict:
@@ -108,34 +155,29 @@ def build_model(entry: dict, examples: pd.DataFrame, out: Path, split: str, opti
     }
     out.mkdir(parents=True, exist_ok=True)
     (out / "list.js").write_text(js_assign(f"list:{key}", listing), encoding="utf-8")
-    names, mismatched = list(overlays), {}
+    token_lists = frame["tokens"].to_list()
+    queries = frame["query_tokens"].to_list() if "query_tokens" in frame else None
+    lengths = [len(tokens) for tokens in token_lists]
+    shown = {}
+    for name, rows in overlays.items():
+        shown[name], mismatched = overlay_scores(rows, lengths, digits)
+        if mismatched:
+            log.warning(
+                "%s: %s has a score count unlike the token count for %d instances (not shown)", key, name, mismatched
+            )
     for page, start in enumerate(range(0, n, page_size)):
-        rows = range(start, min(n, start + page_size))
         instances = []
-        for i in rows:
-            tokens = [str(t) for t in frame["tokens"].iat[i]]
-            scores = {}
-            for name in names:
-                vals = overlays[name][i]
-                if vals is None or (isinstance(vals, float) and np.isnan(vals)):
-                    continue
-                vals = np.asarray(vals, dtype=float)
-                if len(vals) == 0:  # e.g. no valid adversary for this instance
-                    continue
-                if len(vals) != len(tokens):
-                    mismatched[name] = mismatched.get(name, 0) + 1
-                    continue
-                scores[name] = rounded(vals, digits)
+        for i in range(start, min(n, start + page_size)):
+            tokens = [str(t) for t in token_lists[i]]
+            scores = {name: rows[i] for name, rows in shown.items() if rows[i] is not None}
             instance = {"id": listing["ids"][i], "tokens": tokens, "scores": scores}
             joined = joined_indices(tokens)
             if joined:  # tokens the text writes together (Chinese, Japanese, ...): shown without a space
                 instance["joined"] = joined
-            if "query_tokens" in frame:
-                instance["query"] = join_tokens(without_markers(frame["query_tokens"].iat[i]))
+            if queries is not None:
+                instance["query"] = join_tokens(without_markers(queries[i]))
             instances.append(instance)
         (out / f"page-{page:05d}.js").write_text(js_assign(f"page:{key}:{page}", instances), encoding="utf-8")
-    for name, count in mismatched.items():
-        log.warning("%s: %s has a score count unlike the token count for %d instances (not shown)", key, name, count)
     return {
         "dataset": entry["dataset"],
         "model": entry["model"],
@@ -143,7 +185,7 @@ def build_model(entry: dict, examples: pd.DataFrame, out: Path, split: str, opti
         "page_size": page_size,
         "n_pages": -(-n // page_size),
         "dir": f"data/{key}/",
-        "overlays": names,
+        "overlays": list(overlays),
         "values": list(values),
         "missing": missing,
     }
