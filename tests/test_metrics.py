@@ -11,7 +11,7 @@ from hypothesis.extra.numpy import arrays
 from scipy.stats import kendalltau
 
 from attnaudit.jain_wallace.adversarial import relaxed_objective
-from attnaudit.metrics import LN2, jsd, kendall_tau, tvd
+from attnaudit.metrics import LN2, jsd, kendall_tau, kendall_tau_rows, tvd
 
 weights = arrays(np.float64, st.integers(1, 12), elements=st.floats(0, 1e3, allow_nan=False))
 
@@ -65,6 +65,26 @@ def test_kendall_tau_is_scipy_tau_b_with_p_value():
     assert kendall_tau(a, b) == pytest.approx((expected.statistic, expected.pvalue))
     assert all(np.isnan(kendall_tau(np.ones(4), a[:4])))
     assert all(np.isnan(kendall_tau(a[:1], b[:1])))
+
+
+def test_kendall_tau_of_many_rankings_is_kendall_tau_of_each():
+    """One SciPy call per length gives each pair's τ-b and p-value exactly as a call of its own: ties (SciPy's
+    asymptotic p), no ties (its exact p up to 33 items), a constant ranking, a NaN score, fewer than two items,
+    float32 scores."""
+    rng = np.random.default_rng(1)
+    a, b = [], []
+    for n in [0, 1, 2, 3, 3, 5, 8, 8, 8, 20, 33, 34, 60, 60, 300]:
+        x = rng.normal(size=n)
+        a.append(x)
+        b.append(x + rng.normal(size=n))
+        a.append(rng.integers(0, 3, size=n).astype(np.float32))  # ties
+        b.append(rng.integers(0, 3, size=n).astype(np.float32))
+    a += [np.ones(6), np.array([0.1, np.nan, 0.3, 0.2])]
+    b += [rng.normal(size=6), np.array([0.3, 0.2, 0.1, 0.4])]
+    tau, p = kendall_tau_rows(a, b)
+    each = np.array([kendall_tau(x, y) for x, y in zip(a, b)])
+    assert np.array_equal(tau, each[:, 0], equal_nan=True) and np.array_equal(p, each[:, 1], equal_nan=True)
+    assert np.isfinite(tau).sum() > len(a) // 2  # most pairs have a τ: the comparison is not of NaNs alone
 
 
 def test_kendall_tau_of_float32_scores_is_computed_in_float64():

@@ -18,7 +18,7 @@ import pandas as pd
 from attnaudit import AttnauditError
 from attnaudit.data import encode_split, load_examples
 from attnaudit.io import read_parquet, write_parquet
-from attnaudit.metrics import kendall_tau
+from attnaudit.metrics import kendall_tau_rows
 from attnaudit.specials import marker_ids
 
 log = logging.getLogger(__name__)
@@ -68,9 +68,8 @@ def correlation_frame(scores: dict[str, pd.DataFrame], content: list[np.ndarray]
         absolute = bool(frame["signed"].iloc[0]) and options["absolute"]
         arrays[name] = [np.abs(v.astype(np.float64)) if absolute else v.astype(np.float64) for v in values]
     for a, b in method_pairs(methods):
-        results = [kendall_tau(arrays[a][i][f], arrays[b][i][f]) for i, f in enumerate(flags)]
-        columns[f"tau_{a}_{b}"] = np.array([r[0] for r in results])
-        columns[f"p_{a}_{b}"] = np.array([r[1] for r in results])
+        ranked = [[arrays[name][i][f] for i, f in enumerate(flags)] for name in (a, b)]
+        columns[f"tau_{a}_{b}"], columns[f"p_{a}_{b}"] = kendall_tau_rows(*ranked)
     return pd.DataFrame(columns)
 
 
