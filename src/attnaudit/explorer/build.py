@@ -143,6 +143,8 @@ def build_model(entry: dict, examples: pd.DataFrame, out: Path, split: str, opti
         for name, column in source.get("values", {}).items():
             values[name] = _column_values(part, column, digits)
     n = len(frame)
+    token_lists = frame["tokens"].to_list()
+    lengths = [len(tokens) for tokens in token_lists]
     probs = [np.asarray(p, dtype=float) for p in frame["probs"]]
     predicted = frame["predicted"].astype(int).to_numpy()
     listing = {
@@ -150,14 +152,12 @@ def build_model(entry: dict, examples: pd.DataFrame, out: Path, split: str, opti
         "label": frame["label"].astype(int).to_list(),
         "predicted": predicted.tolist(),
         "prob": rounded([p[c] for p, c in zip(probs, predicted)], digits),
-        "n_tokens": [len(t) for t in frame["tokens"]],
+        "n_tokens": lengths,
         "values": values,
     }
     out.mkdir(parents=True, exist_ok=True)
     (out / "list.js").write_text(js_assign(f"list:{key}", listing), encoding="utf-8")
-    token_lists = frame["tokens"].to_list()
     queries = frame["query_tokens"].to_list() if "query_tokens" in frame else None
-    lengths = [len(tokens) for tokens in token_lists]
     shown = {}
     for name, rows in overlays.items():
         shown[name], mismatched = overlay_scores(rows, lengths, digits)
