@@ -29,7 +29,7 @@ from attnaudit.embeddings.vectors import DEFAULTS as VECTOR_DEFAULTS
 from attnaudit.embeddings.pretrained import check_pretrained
 from attnaudit.explorer.plan import expand_plan
 from attnaudit.io import sha256_file, without_defaults
-from attnaudit.importance.options import check_options, declared_defaults
+from attnaudit.importance.options import check_options, declared_defaults, declared_memory_options
 from attnaudit.modelsheet import (
     EXPLICIT_DEFAULTS,
     MODEL_WILDCARD,
@@ -164,15 +164,11 @@ def check_importance_methods():
 
 check_importance_methods()
 
-# corpora.mirror goes to the corpus stage as --mirror; without it the stage falls back to env ATTNAUDIT_MIRROR
+# corpora.mirror goes to the corpus stage as --mirror; without it ("") the stage falls back to env ATTNAUDIT_MIRROR
 # (read by the package, so CI and clusters can point at a mirror without editing config), then the official URLs.
 # Either one, if set, must be a directory (checked now, before any job).
 mirror_path(config["corpora"].get("mirror"))
-MIRROR_ARG = (
-    f"--mirror {shlex.quote(str(Path(config['corpora']['mirror']).resolve()))}"
-    if config["corpora"].get("mirror")
-    else ""
-)
+MIRROR = str(Path(config["corpora"]["mirror"]).resolve()) if config["corpora"].get("mirror") else ""
 
 
 wildcard_constraints:
@@ -562,11 +558,21 @@ def importance_path(dataset, model, method):
 
 
 def importance_options(method):
-    """config importance.<method>, less an option that restates its constructor's default and that the schema
-    does not fill in (``integrated_gradients.max_elements``): writing it out reruns nothing."""
+    """config importance.<method>: what the method computes, its job's parameters. Left out: an option that
+    restates its constructor's default and that the schema does not fill in (writing it out reruns nothing), and
+    the method's memory options (``importance_memory_options``)."""
     schema = load_schema(SCHEMA_FILE)["properties"]["importance"]["properties"].get(method, {})
     filled = [key for key, option in schema.get("properties", {}).items() if "default" in option]
-    return without_defaults(IMPORTANCE.get(method, {}), declared_defaults()[method], kept=filled)
+    options = without_defaults(IMPORTANCE.get(method, {}), declared_defaults()[method], kept=filled)
+    return {key: value for key, value in options.items() if key not in declared_memory_options()[method]}
+
+
+def importance_memory_options(method):
+    """The options of config importance.<method> that bound memory or the work per pass and change no score beyond
+    float rounding (the method's ``memory_options``: LOO's re-encoding budget, IG's rows per pass): its job's
+    resources, which Snakemake does not track, so changing one reruns nothing."""
+    memory = declared_memory_options()[method]
+    return {key: value for key, value in IMPORTANCE.get(method, {}).items() if key in memory}
 
 
 # -- Jain & Wallace ----------------------------------------------------------------------------------------------

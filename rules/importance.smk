@@ -20,6 +20,7 @@ rule importance:
         "../envs/attnaudit.yaml"
     resources:
         gpu=0,
+        memory_options=lambda wc: as_json(importance_memory_options(wc.method)),
     params:
         options=lambda wc: as_json(importance_options(wc.method)),
         dataset_dir=subpath(input.examples, parent=True),
@@ -30,6 +31,7 @@ rule importance:
         seed=config["seed"],
     shell:
         "python -m attnaudit importance score --method {wildcards.method} --options {params.options:q}"
+        " --memory-options {resources.memory_options:q}"
         " --dataset-dir {params.dataset_dir:q} --model-dir {params.model_dir:q} --out {output:q}"
         " --split {params.split} --batch-size {params.batch_size} --max-batch-tokens {params.max_batch_tokens:q}"
         " --chunk {wildcards.chunk}"

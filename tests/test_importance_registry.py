@@ -8,10 +8,11 @@ import sys
 
 import pytest
 import torch
+import yaml
 from conftest import ENCODERS, REPO, tiny_batch, tiny_model
 
 from attnaudit.importance import METHODS, ImportanceMethod, UnsupportedArchitecture, get_method
-from attnaudit.importance.options import declared_defaults, declared_options
+from attnaudit.importance.options import declared_defaults, declared_memory_options, declared_options
 
 # J&W's grid, and every architecture the other papers add (W&P: mlp, uniform, guided; T&Š: concat, residual, layers)
 VARIANTS = [(e, a, {}) for e in ENCODERS for a in ("additive", "dot")] + [
@@ -54,6 +55,13 @@ def test_options_read_from_source_are_the_constructors():
         for name, params in constructors.items()
     }
     assert declared_defaults() == defaults  # the DAG leaves out an option that restates its default
+    assert declared_memory_options() == {name: cls.memory_options for name, cls in METHODS.items()}
+    for name, memory in declared_memory_options().items():  # each is a constructor option with a default
+        assert set(memory) <= set(defaults[name]), (name, memory)
+    assert any(declared_memory_options().values())  # the reading finds the classes' own tuples
+    schema = yaml.safe_load((REPO / "schemas" / "config.schema.yaml").read_text())["properties"]["importance"]
+    for name, memory in declared_memory_options().items():  # a user can set each one under importance.<method>
+        assert set(memory) <= set(schema["properties"].get(name, {}).get("properties", {})), (name, memory)
 
 
 def test_the_dag_checks_import_neither_torch_nor_sklearn():
@@ -93,6 +101,24 @@ def test_method_contract(name, encoder, attention, fields):
     if guided:
         alone.guide[0] = batch.guide[3, :7]
     torch.testing.assert_close(get_method(name).attribute(model, alone)[0], scores[3, :7], rtol=1e-4, atol=1e-5)
+
+
+MEMORY_BOUND = sorted(name for name, cls in METHODS.items() if cls.memory_options)
+
+
+@pytest.mark.parametrize("encoder,attention,fields", VARIANTS, ids=IDS)
+@pytest.mark.parametrize("name", MEMORY_BOUND)
+def test_memory_options_change_no_score(name, encoder, attention, fields):
+    """A method's ``memory_options`` at their smallest (one row or one position per pass) give its default scores
+    up to float rounding: the pipeline passes them as resources, so changing one reruns nothing."""
+    model = tiny_model(encoder, attention, seed=1, **fields)
+    batch = tiny_batch(lengths=(5, 9, 3, 7), seed=2, guide=attention == "guided")
+    try:
+        default = get_method(name).attribute(model, batch)
+    except UnsupportedArchitecture:
+        return
+    smallest = get_method(name, **dict.fromkeys(METHODS[name].memory_options, 1)).attribute(model, batch)
+    torch.testing.assert_close(smallest, default, rtol=1e-4, atol=1e-6, equal_nan=True)
 
 
 def test_methods_run_on_marker_only_instances():

@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-from conftest import REPO, pipeline_trace, snakemake
+from conftest import REPO, mirror_dir, pipeline_trace, snakemake
 from opened_files import Trace, job_reads, skip_without_strace, undeclared_reads
 
 from attnaudit.job_costs import collect, read_dag, read_summary
@@ -128,10 +128,41 @@ def test_writing_out_a_default_reruns_nothing(pipeline_run, tmp_path):
     assert "Nothing to be done" in out, out[-3000:]
     planted["train"]["dropout"] = 0.1  # a value that is not the default is a parameter: the controls
     planted["tokenise"]["lowercase"] = False
-    cfg["importance"]["integrated_gradients"]["max_elements"] = 2**24
+    cfg["importance"]["integrated_gradients"]["n_steps"] = 6
     restated.write_text(yaml.safe_dump(cfg, sort_keys=False))
     out = snakemake(workdir, "-n", config=restated).stdout
     assert "rule train:" in out and "rule tokenise:" in out and "rule importance:" in out, out[-3000:]
+
+
+def test_where_corpora_lie_and_the_methods_memory_options_rerun_nothing(pipeline_run, tmp_path):
+    """Settings that change no result are resources, not parameters: another raw-file folder or mirror (files are
+    checked against their sha256 either way) and an importance method's ``memory_options`` (LOO's re-encoding
+    budget, IG's rows per pass, occlusion's floats per pass) plan nothing on the finished run, and the jobs that
+    would run read the new values; a method option that is not a memory option reruns that method."""
+    workdir, config = pipeline_run
+    cfg = yaml.safe_load(config.read_text())
+    cfg["corpora"].update({"raw_dir": str(tmp_path / "raw files"), "mirror": str(mirror_dir())})
+    methods = cfg.setdefault("importance", {})
+    methods.setdefault("loo", {})["max_tokens"] = {"cpu": 64, "cuda": 1024}
+    methods["integrated_gradients"].update({"internal_batch_size": 16, "max_elements": 4096})
+    methods.setdefault("occlusion", {})["max_elements"] = 4096
+    moved = tmp_path / "moved.yaml"
+    moved.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    out = snakemake(workdir, "-n", config=moved).stdout
+    assert "Nothing to be done" in out, out[-3000:]
+    commands = []  # what the corpus and importance jobs would run, each rule forced alone
+    for rule in ("corpora", "importance"):
+        printed = snakemake(workdir, "-n", "-p", "--forcerun", rule, "--until", rule, config=moved).stdout
+        commands += [line for line in printed.splitlines() if "python -m attnaudit" in line]
+    corpora = [c for c in commands if "attnaudit corpora" in c]
+    loo = [c for c in commands if "--method loo" in c]
+    assert corpora and all(f"--raw-dir '{tmp_path}/raw files/" in c for c in corpora), corpora
+    assert all(f"--mirror={shlex.quote(str(mirror_dir()))}" in c for c in corpora), corpora
+    assert loo and all('"max_tokens": {"cpu": 64, "cuda": 1024}' in c for c in loo), loo
+    methods["loo"]["tolerance"] = 0.0  # what LOO computes: a parameter
+    moved.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    rules = {(rule, w.get("method")) for rule, w in jobs_of(snakemake(workdir, "-n", config=moved).stdout)}
+    assert ("importance", "loo") in rules and not {r for r in rules if r[0] == "importance" and r[1] != "loo"}, rules
 
 
 def test_a_card_threshold_reruns_only_the_summaries_that_read_it(pipeline_run, tmp_path):

@@ -73,7 +73,7 @@ def add_cli(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="documents.parquet to write")
     p.add_argument("--manifest", required=True, help="manifest.json to write")
     p.add_argument("--raw-dir", required=True, help="folder for downloaded/verified raw files (data/raw/<corpus>)")
-    p.add_argument("--mirror", default=None, help="local corpus mirror (default: $ATTNAUDIT_MIRROR)")
+    p.add_argument("--mirror", default=None, help="local corpus mirror (default, or empty: $ATTNAUDIT_MIRROR)")
     p.add_argument("--options", default=None, help="JSON object (inline or file) of corpus options (planted)")
     p.add_argument("--user-corpora", default=None, help="JSON object (inline or file): name → user corpus config")
     p.add_argument("--seed", type=int, default=0)

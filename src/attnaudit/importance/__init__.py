@@ -30,6 +30,11 @@ def add_cli(subparsers) -> None:
     p = sub.add_parser("score", help="one method on one chunk of the audited split → parquet")
     p.add_argument("--method", required=True, help="a registered method (attnaudit.importance.registry.METHODS)")
     p.add_argument("--options", default="{}", help="JSON: the method's constructor options")
+    p.add_argument(
+        "--memory-options",
+        default="{}",
+        help="JSON: more constructor options, those of the method's memory_options (the rule's resources)",
+    )
     p.add_argument("--dataset-dir", required=True)
     p.add_argument("--model-dir", required=True)
     p.add_argument("--out", required=True)
@@ -48,7 +53,7 @@ def add_cli(subparsers) -> None:
             a.model_dir,
             a.out,
             a.method,
-            json.loads(a.options),
+            {**json.loads(a.options), **json.loads(a.memory_options)},
             split=a.split,
             batch_size=a.batch_size,
             max_tokens=a.max_batch_tokens,

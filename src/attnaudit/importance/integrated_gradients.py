@@ -45,6 +45,7 @@ class IntegratedGradients(ImportanceMethod):
     name = "integrated_gradients"
     signed = True
     citation = "Bastings & Filippova 2020, §3.1 Eq. 4 (Sundararajan et al. 2017)"
+    memory_options = ("internal_batch_size", "max_elements")
 
     def __init__(
         self,

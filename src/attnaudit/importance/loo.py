@@ -108,6 +108,7 @@ class LeaveOneOut(ImportanceMethod):
     name = "loo"
     signed = False
     citation = "Jain & Wallace 2019, Algorithm 1 (deletion leave-one-out, TVD)"
+    memory_options = ("max_tokens",)
 
     def __init__(self, max_tokens: int | dict | None = None, tolerance: float = 1e-6):
         self.max_tokens = reencoding_budget(max_tokens)  # token positions per pass when re-encoding deletions

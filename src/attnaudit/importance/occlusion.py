@@ -26,6 +26,7 @@ class Occlusion(ImportanceMethod):
     name = "occlusion"
     signed = True
     citation = "Bastings & Filippova 2020, §3.3 Eq. 5 (Zeiler & Fergus 2014; Li et al. 2016b)"
+    memory_options = ("max_elements",)
 
     def __init__(self, output: str = "prob", max_elements: int = 4_194_304, tolerance: float = 1e-6):  # 2**22
         self.output = check_output(output)

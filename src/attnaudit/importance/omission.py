@@ -20,6 +20,7 @@ class Omission(ImportanceMethod):
     name = "omission"
     signed = True
     citation = "Bastings & Filippova 2020, §3.3 (omission: Kádár et al. 2017; = J&W deletion LOO, signed)"
+    memory_options = ("max_tokens",)
 
     def __init__(self, output: str = "prob", max_tokens: int | dict | None = None, tolerance: float = 1e-6):
         from attnaudit.importance.loo import reencoding_budget

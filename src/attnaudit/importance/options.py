@@ -30,20 +30,25 @@ def _defaults(args: ast.arguments) -> dict:
 
 
 def _class_facts(node: ast.ClassDef) -> dict:
-    """A class's base names, its ``name = "..."`` attribute, its ``__init__`` keyword arguments and their literal
-    defaults (None without an own ``__init__``) and whether ``@register`` decorates it."""
-    name = None
+    """A class's base names, its ``name = "..."`` attribute, its ``memory_options = (...)`` (None without an own
+    one), its ``__init__`` keyword arguments and their literal defaults (None without an own ``__init__``) and
+    whether ``@register`` decorates it."""
+    name = memory = None
     params = defaults = None
     for stmt in node.body:
-        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant):
-            if any(isinstance(target, ast.Name) and target.id == "name" for target in stmt.targets):
+        if isinstance(stmt, ast.Assign):
+            targets = {target.id for target in stmt.targets if isinstance(target, ast.Name)}
+            if "name" in targets and isinstance(stmt.value, ast.Constant):
                 name = stmt.value.value
+            if "memory_options" in targets:
+                memory = tuple(ast.literal_eval(stmt.value))
         elif isinstance(stmt, ast.FunctionDef) and stmt.name == "__init__":
             params = tuple(arg.arg for arg in [*stmt.args.posonlyargs, *stmt.args.args, *stmt.args.kwonlyargs][1:])
             defaults = _defaults(stmt.args)
     return {
         "bases": [base.id for base in node.bases if isinstance(base, ast.Name)],
         "name": name,
+        "memory": memory,
         "params": params,
         "defaults": defaults,
         "registered": any(isinstance(d, ast.Name) and d.id == "register" for d in node.decorator_list),
@@ -52,24 +57,34 @@ def _class_facts(node: ast.ClassDef) -> dict:
 
 @cache
 def _constructors() -> dict[str, dict]:
-    """``{method name: {"params": constructor keyword arguments, "defaults": their literal defaults}}`` of every
-    ``@register``-ed class in this package; a class without its own ``__init__`` takes its first base's."""
+    """``{method name: {"params": constructor keyword arguments, "defaults": their literal defaults, "memory": its
+    memory_options}}`` of every ``@register``-ed class in this package; a class without its own ``__init__`` (or
+    ``memory_options``) takes its first base's."""
     classes = {}
     for path in sorted(PACKAGE.glob("*.py")):
         for node in ast.parse(path.read_text(encoding="utf-8"), filename=str(path)).body:
             if isinstance(node, ast.ClassDef):
                 classes[node.name] = _class_facts(node)
 
-    def constructor_of(class_name: str) -> dict:
+    def inherited(class_name: str, fact: str, default):
+        """The class's own ``fact``, else its first base's in this package, else ``default``."""
         facts = classes.get(class_name)
         if facts is None:
-            return {"params": (), "defaults": {}}
-        if facts["params"] is not None:
-            return {"params": facts["params"], "defaults": facts["defaults"]}
+            return default
+        if facts[fact] is not None:
+            return facts[fact]
         bases = [base for base in facts["bases"] if base in classes]
-        return constructor_of(bases[0]) if bases else {"params": (), "defaults": {}}
+        return inherited(bases[0], fact, default) if bases else default
 
-    return {facts["name"]: constructor_of(cls) for cls, facts in classes.items() if facts["registered"]}
+    return {
+        facts["name"]: {
+            "params": inherited(cls, "params", ()),
+            "defaults": inherited(cls, "defaults", {}),
+            "memory": inherited(cls, "memory", ()),
+        }
+        for cls, facts in classes.items()
+        if facts["registered"]
+    }
 
 
 def declared_options() -> dict[str, tuple[str, ...]]:
@@ -80,6 +95,12 @@ def declared_options() -> dict[str, tuple[str, ...]]:
 def declared_defaults() -> dict[str, dict]:
     """``{method name: {keyword argument: its default}}`` of every registered method (literal defaults only)."""
     return {name: constructor["defaults"] for name, constructor in _constructors().items()}
+
+
+def declared_memory_options() -> dict[str, tuple[str, ...]]:
+    """``{method name: its memory_options}`` (:class:`~attnaudit.importance.registry.ImportanceMethod`): the options
+    that bound memory or the work per pass and change no score beyond float rounding."""
+    return {name: constructor["memory"] for name, constructor in _constructors().items()}
 
 
 def check_options(name: str, options: dict, at: tuple = ("importance",)) -> None:

@@ -36,6 +36,10 @@ class ImportanceMethod:
     signed: ClassVar[bool] = False
     #: which paper/section defines it — shown in tables and the report
     citation: ClassVar[str] = ""
+    #: constructor options that bound memory or the work per pass and change no score beyond float rounding
+    #: (re-encoding budgets, rows per forward pass): the importance jobs take them as Snakemake resources, not
+    #: parameters, so changing one reruns nothing (a literal tuple: ``options.declared_memory_options`` reads it)
+    memory_options: ClassVar[tuple[str, ...]] = ()
 
     def attribute(self, model: AttentionClassifier, batch: Batch) -> torch.Tensor:
         raise NotImplementedError
