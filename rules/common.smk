@@ -564,7 +564,7 @@ def importance_options(method):
     schema = load_schema(SCHEMA_FILE)["properties"]["importance"]["properties"].get(method, {})
     filled = [key for key, option in schema.get("properties", {}).items() if "default" in option]
     options = without_defaults(IMPORTANCE.get(method, {}), declared_defaults()[method], kept=filled)
-    return {key: value for key, value in options.items() if key not in declared_memory_options()[method]}
+    return {key: value for key, value in options.items() if key not in importance_memory_options(method)}
 
 
 def importance_memory_options(method):
