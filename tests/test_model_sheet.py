@@ -304,6 +304,22 @@ def test_last_epoch_models_are_read_off_the_run_with_the_same_training_fields():
         ({"x": {"attention": "guided"}}, r"models\.x\.guide: guided attention"),
         ({"x": {"objective": "imitate"}}, r"models\.x\.teacher: the imitate objective"),
         ({"x": {"objective": "imitate", "teacher": "nope-s0"}}, r"models\.x\.teacher: 'nope-s0' names no model"),
+        (
+            {"x": {"attention": "uniform", "objective": "imitate", "teacher": "lstm-additive-base-s0"}},
+            r"models\.x\.attention: uniform attention learns nothing, so the imitate objective",
+        ),
+        (
+            {
+                "x": {
+                    "encoder": "mlp",
+                    "attention": "guided",
+                    "guide": "lstm-additive-base-s0",
+                    "objective": "imitate",
+                    "teacher": "lstm-additive-base-s0",
+                }
+            },
+            r"models\.x\.attention: guided attention learns nothing",
+        ),
         ({"x": {"regulariser": "sparse"}}, r"models\.x\.regulariser: 'sparse' is not one of"),
         ({"x-s1": {}}, r"models\.x-s1: a variant name"),
         ({"Bad_Name": {}}, r"a variant name"),

@@ -213,6 +213,13 @@ def check_fields(key: tuple, spec: dict, dataset_entry: dict) -> None:
         raise ConfigKeyError((*key, "teacher"), "the imitate objective (W&P §4) needs the model to imitate")
     if spec.get("teacher") and objective != "imitate":
         raise ConfigKeyError((*key, "teacher"), f"set, but objective is {objective!r}; use objective: imitate")
+    if objective == "imitate" and attention in UNLEARNED_ATTENTION:
+        raise ConfigKeyError(
+            (*key, "attention"),
+            f"{attention} attention learns nothing, so the imitate objective (W&P §4) cannot move it away from the "
+            "teacher's: KL(α ‖ α_teacher) is a constant and lambda does nothing; use a learned attention "
+            "(additive or dot)",
+        )
     if regulariser in ("concat", *SAME_SIZE) and encoder != "lstm":
         raise ConfigKeyError(
             (*key, "regulariser"), f"{regulariser} is defined for the BiLSTM encoder (T&Š §3.1), not {encoder}"
