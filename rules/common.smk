@@ -734,6 +734,8 @@ WP_ROLE_ATTENTION = {
     "diagnostic.base_lstm": ("guided",),
     "diagnostic.adversary": ("guided",),
 }
+#: W&P §3.4's diagnostic is non-contextual, "a token-level affine hidden layer": the token-wise encoders
+WP_DIAGNOSTIC_ENCODERS = ("mlp", "average")
 
 
 def wp_variant_models(dataset, name, role):
@@ -752,6 +754,13 @@ def wp_variant_models(dataset, name, role):
             f"wiegreffe_pinter.roles.{role}",
             f"{name!r} has attention {attention!r} on {dataset!r}; the {role} role "
             f"needs attention {' or '.join(WP_ROLE_ATTENTION[role])}",
+        )
+    encoder = variant(dataset, models[0])["encoder"]
+    if role.startswith("diagnostic.") and encoder not in WP_DIAGNOSTIC_ENCODERS:
+        raise config_error(
+            f"wiegreffe_pinter.roles.{role}",
+            f"{name!r} has encoder {encoder!r} on {dataset!r}; W&P's diagnostic model sees no neighbouring token "
+            f"(§3.4, a token-level layer), so the {role} role needs encoder {' or '.join(WP_DIAGNOSTIC_ENCODERS)}",
         )
     return models
 

@@ -173,6 +173,28 @@ def test_grid_blocks_are_united(tmp_path):
             "wiegreffe_pinter.roles.uniform: 'average-additive-base' has attention 'additive' on 'planted'; the "
             "uniform role needs attention uniform",
         ),
+        # W&P §3.4: the diagnostic models are non-contextual
+        (
+            {
+                "datasets": {
+                    "planted": {
+                        "corpus": "planted",
+                        "grid": {"encoders": ["average"], "seeds": [0, 1, 2]},
+                        "models": {"lstm-uniform": {"attention": "uniform"}},
+                    }
+                },
+                "wiegreffe_pinter": {
+                    "datasets": ["planted"],
+                    "roles": {
+                        "base": "average-additive-base",
+                        "uniform": "lstm-uniform",
+                        "diagnostic": {"uniform": "lstm-uniform"},
+                    },
+                },
+            },
+            "wiegreffe_pinter.roles.diagnostic.uniform: 'lstm-uniform' has encoder 'lstm' on 'planted'; W&P's "
+            "diagnostic model sees no neighbouring token",
+        ),
         # QA/NLI datasets: the stages and training objectives that need the classifier's linear decoder
         (
             {"datasets": {"babi": {"corpus": "babi1"}}, "tutek_snajder": {"datasets": ["babi"]}},
