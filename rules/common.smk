@@ -214,7 +214,10 @@ def check_stage_selects(stage, selection, datasets, models_of):
     empty = [d for d in datasets if not models_of(d)]
     if empty:
         variants = sorted({variant(d, m)["variant"] for d in empty for m in model_ids(d)})
-        found = f"no model with learned attention on {empty} (variants: {variants})"
+        found = (
+            f"no model with learned attention trained to classify (attention additive or dot, objective classify) "
+            f"on {empty} (variants: {variants})"
+        )
         given = {key: value for key, value in selection.items() if value is not None}
         if len(given) == 1:
             [(key, value)] = given.items()

@@ -214,7 +214,16 @@ def test_grid_blocks_are_united(tmp_path):
         # a stage's selection that selects nothing would leave its tables empty and the run "successful"
         (
             {**BASE, "tutek_snajder": {"datasets": ["planted"], "models": ["lstm200-*"]}},
-            "config tutek_snajder.models: ['lstm200-*'] select no model with learned attention on ['planted']",
+            "config tutek_snajder.models: ['lstm200-*'] select no model with learned attention trained to classify",
+        ),
+        # an imitating model has learned attention, but its audits are W&P's and T&Š's adversary tables
+        (
+            {
+                **_sheet({"adv": {"objective": "imitate", "teacher": "lstm-additive-base-s0"}}),
+                "saliency": {"models": ["adv"]},
+            },
+            "config saliency.models: ['adv'] select no model with learned attention trained to classify (attention "
+            "additive or dot, objective classify) on ['planted']",
         ),
         (
             {**BASE, "saliency": {"models": ["lstm-additiv-base"]}},
