@@ -32,6 +32,7 @@ from attnaudit.io import sha256_file, without_defaults
 from attnaudit.importance.options import check_options, declared_defaults, declared_memory_options
 from attnaudit.modelsheet import (
     EXPLICIT_DEFAULTS,
+    LEARNED_ATTENTION_FIELDS,
     MODEL_WILDCARD,
     fields_read,
     final_epoch_sources,
@@ -215,7 +216,7 @@ def check_stage_selects(stage, selection, datasets, models_of):
     if empty:
         variants = sorted({variant(d, m)["variant"] for d in empty for m in model_ids(d)})
         found = (
-            f"no model with learned attention trained to classify (attention additive or dot, objective classify) "
+            "no model with learned attention trained to classify (attention additive or dot, objective classify) "
             f"on {empty} (variants: {variants})"
         )
         given = {key: value for key, value in selection.items() if value is not None}
@@ -768,6 +769,28 @@ def wp_variant_models(dataset, name, role):
     return models
 
 
+def shown_field(spec, key):
+    """A training field's value for a message; – where the spec leaves it out (its default, or a field the model
+    does not read)."""
+    return repr(spec[key]) if key in spec else "–"
+
+
+def check_uniform_twin(dataset, base, twin):
+    """W&P §3.2's uniform variant is "identical to the main setup except that the attention distribution is frozen
+    to uniform weights": its training fields are the base model's, attention aside."""
+    own = {"variant", "seed", "attention", *LEARNED_ATTENTION_FIELDS}
+    base_spec, twin_spec = train_spec(dataset, base), train_spec(dataset, twin)
+    differ = sorted(k for k in (base_spec.keys() | twin_spec.keys()) - own if base_spec.get(k) != twin_spec.get(k))
+    if differ:
+        shown = ", ".join(f"{k}: {shown_field(base_spec, k)} against {shown_field(twin_spec, k)}" for k in differ)
+        raise config_error(
+            "wiegreffe_pinter.roles.uniform",
+            f"{variant(dataset, twin)['variant']!r} is not {variant(dataset, base)['variant']!r} with uniform "
+            f"attention on {dataset!r} ({shown}); W&P §3.2's uniform variant is identical to the base model but "
+            "for its attention",
+        )
+
+
 def wp_roles(dataset):
     """Which models of ``dataset`` play W&P's parts: base, seeds, uniform, diagnostic MLPs, adversaries. Checked."""
     roles = WP["roles"]
@@ -785,6 +808,7 @@ def wp_roles(dataset):
             f"{dataset!r}, or lower min_seeds",
         )
     uniform = wp_variant_models(dataset, roles["uniform"], "uniform")
+    check_uniform_twin(dataset, base, uniform[0])
     diagnostic = {g: wp_variant_models(dataset, v, f"diagnostic.{g}") for g, v in roles["diagnostic"].items()}
     adversaries = [
         m for m in models_matching(dataset, roles["adversaries"]) if variant(dataset, m).get("teacher") == base

@@ -173,6 +173,24 @@ def test_grid_blocks_are_united(tmp_path):
             "wiegreffe_pinter.roles.uniform: 'average-additive-base' has attention 'additive' on 'planted'; the "
             "uniform role needs attention uniform",
         ),
+        # W&P §3.2: the uniform twin is the base model with its attention frozen to uniform, nothing else changed
+        (
+            {
+                "datasets": {
+                    "planted": {
+                        "corpus": "planted",
+                        "grid": {"encoders": ["average"], "seeds": [0, 1, 2]},
+                        "models": {"lstm-uniform": {"attention": "uniform", "lstm_hidden": 64}},
+                    }
+                },
+                "wiegreffe_pinter": {
+                    "datasets": ["planted"],
+                    "roles": {"base": "average-additive-base", "uniform": "lstm-uniform"},
+                },
+            },
+            "wiegreffe_pinter.roles.uniform: 'lstm-uniform' is not 'average-additive-base' with uniform attention on "
+            "'planted' (encoder: 'average' against 'lstm', lstm_hidden: – against 64); W&P §3.2's uniform variant",
+        ),
         # W&P §3.4: the diagnostic models are non-contextual
         (
             {
@@ -180,14 +198,17 @@ def test_grid_blocks_are_united(tmp_path):
                     "planted": {
                         "corpus": "planted",
                         "grid": {"encoders": ["average"], "seeds": [0, 1, 2]},
-                        "models": {"lstm-uniform": {"attention": "uniform"}},
+                        "models": {
+                            "average-uniform": {"encoder": "average", "attention": "uniform"},
+                            "lstm-uniform": {"attention": "uniform"},
+                        },
                     }
                 },
                 "wiegreffe_pinter": {
                     "datasets": ["planted"],
                     "roles": {
                         "base": "average-additive-base",
-                        "uniform": "lstm-uniform",
+                        "uniform": "average-uniform",
                         "diagnostic": {"uniform": "lstm-uniform"},
                     },
                 },
