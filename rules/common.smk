@@ -31,6 +31,7 @@ from attnaudit.explorer.plan import expand_plan
 from attnaudit.io import sha256_file, without_defaults
 from attnaudit.importance.options import check_options, declared_defaults, declared_memory_options
 from attnaudit.modelsheet import (
+    ENCODER_FIELDS,
     EXPLICIT_DEFAULTS,
     LEARNED_ATTENTION_FIELDS,
     MODEL_WILDCARD,
@@ -791,6 +792,21 @@ def check_uniform_twin(dataset, base, twin):
         )
 
 
+def check_same_architecture(dataset, base, adversary):
+    """W&P §4's consistently adversarial model is "randomly initialised with the same architecture" as the base
+    (their code: the same model class and sizes); only its training differs."""
+    base_spec, adversary_spec = train_spec(dataset, base), train_spec(dataset, adversary)
+    architecture = {"encoder", "attention", "regulariser", *ENCODER_FIELDS[base_spec["encoder"]]}
+    differ = sorted(k for k in architecture if base_spec.get(k) != adversary_spec.get(k))
+    if differ:
+        shown = ", ".join(f"{k}: {shown_field(base_spec, k)} against {shown_field(adversary_spec, k)}" for k in differ)
+        raise config_error(
+            "wiegreffe_pinter.roles.adversaries",
+            f"{variant(dataset, adversary)['variant']!r} imitates {base} with another architecture on {dataset!r} "
+            f"({shown}); W&P §4's adversary has the base model's architecture",
+        )
+
+
 def wp_roles(dataset):
     """Which models of ``dataset`` play W&P's parts: base, seeds, uniform, diagnostic MLPs, adversaries. Checked."""
     roles = WP["roles"]
@@ -813,6 +829,8 @@ def wp_roles(dataset):
     adversaries = [
         m for m in models_matching(dataset, roles["adversaries"]) if variant(dataset, m).get("teacher") == base
     ]
+    for adversary in adversaries:
+        check_same_architecture(dataset, base, adversary)
     if not adversaries:
         raise config_error(
             "wiegreffe_pinter.roles.adversaries",

@@ -191,6 +191,45 @@ def test_grid_blocks_are_united(tmp_path):
             "wiegreffe_pinter.roles.uniform: 'lstm-uniform' is not 'average-additive-base' with uniform attention on "
             "'planted' (encoder: 'average' against 'lstm', lstm_hidden: – against 64); W&P §3.2's uniform variant",
         ),
+        # W&P §4: the adversary is the base model's architecture, trained to imitate it
+        (
+            {
+                "datasets": {
+                    "planted": {
+                        "corpus": "planted",
+                        "grid": {"encoders": ["average"], "seeds": [0, 1, 2]},
+                        "models": {
+                            "average-uniform": {"encoder": "average", "attention": "uniform"},
+                            "mlp-uniform": {"encoder": "mlp", "attention": "uniform"},
+                            "mlp-additive": {"encoder": "mlp"},
+                            "mlp-guided": {"encoder": "mlp", "attention": "guided", "guide": "average-additive-base"},
+                            "average-adv1": {
+                                "encoder": "average",
+                                "attention": "dot",
+                                "objective": "imitate",
+                                "teacher": "average-additive-base",
+                            },
+                        },
+                    }
+                },
+                "wiegreffe_pinter": {
+                    "datasets": ["planted"],
+                    "roles": {
+                        "base": "average-additive-base",
+                        "uniform": "average-uniform",
+                        "diagnostic": {
+                            "uniform": "mlp-uniform",
+                            "trained": "mlp-additive",
+                            "base_lstm": "mlp-guided",
+                            "adversary": "mlp-guided",
+                        },
+                        "adversaries": ["average-adv*"],
+                    },
+                },
+            },
+            "wiegreffe_pinter.roles.adversaries: 'average-adv1' imitates average-additive-base-s0 with another "
+            "architecture on 'planted' (attention: 'additive' against 'dot'); W&P §4's adversary",
+        ),
         # W&P §3.4: the diagnostic models are non-contextual
         (
             {
