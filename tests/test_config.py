@@ -44,6 +44,16 @@ def _sheet(models: dict) -> dict:
     return {"datasets": {"planted": {"corpus": "planted", "grid": {"encoders": ["lstm"]}, "models": models}}}
 
 
+def _wp_roles(models: dict, **roles) -> dict:
+    """W&P on the planted corpus with the average encoder's seeds 0-2 as the base, ``models`` in the sheet."""
+    return {
+        "datasets": {
+            "planted": {"corpus": "planted", "grid": {"encoders": ["average"], "seeds": [0, 1, 2]}, "models": models}
+        },
+        "wiegreffe_pinter": {"datasets": ["planted"], "roles": {"base": "average-additive-base", **roles}},
+    }
+
+
 def test_valid_minimal_config_dry_runs(tmp_path):
     proc = dry_run(tmp_path, BASE)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -175,83 +185,47 @@ def test_grid_blocks_are_united(tmp_path):
         ),
         # W&P §3.2: the uniform twin is the base model with its attention frozen to uniform, nothing else changed
         (
-            {
-                "datasets": {
-                    "planted": {
-                        "corpus": "planted",
-                        "grid": {"encoders": ["average"], "seeds": [0, 1, 2]},
-                        "models": {"lstm-uniform": {"attention": "uniform", "lstm_hidden": 64}},
-                    }
-                },
-                "wiegreffe_pinter": {
-                    "datasets": ["planted"],
-                    "roles": {"base": "average-additive-base", "uniform": "lstm-uniform"},
-                },
-            },
+            _wp_roles({"lstm-uniform": {"attention": "uniform", "lstm_hidden": 64}}, uniform="lstm-uniform"),
             "wiegreffe_pinter.roles.uniform: 'lstm-uniform' is not 'average-additive-base' with uniform attention on "
             "'planted' (encoder: 'average' against 'lstm', lstm_hidden: – against 64); W&P §3.2's uniform variant",
         ),
         # W&P §4: the adversary is the base model's architecture, trained to imitate it
         (
-            {
-                "datasets": {
-                    "planted": {
-                        "corpus": "planted",
-                        "grid": {"encoders": ["average"], "seeds": [0, 1, 2]},
-                        "models": {
-                            "average-uniform": {"encoder": "average", "attention": "uniform"},
-                            "mlp-uniform": {"encoder": "mlp", "attention": "uniform"},
-                            "mlp-additive": {"encoder": "mlp"},
-                            "mlp-guided": {"encoder": "mlp", "attention": "guided", "guide": "average-additive-base"},
-                            "average-adv1": {
-                                "encoder": "average",
-                                "attention": "dot",
-                                "objective": "imitate",
-                                "teacher": "average-additive-base",
-                            },
-                        },
-                    }
-                },
-                "wiegreffe_pinter": {
-                    "datasets": ["planted"],
-                    "roles": {
-                        "base": "average-additive-base",
-                        "uniform": "average-uniform",
-                        "diagnostic": {
-                            "uniform": "mlp-uniform",
-                            "trained": "mlp-additive",
-                            "base_lstm": "mlp-guided",
-                            "adversary": "mlp-guided",
-                        },
-                        "adversaries": ["average-adv*"],
+            _wp_roles(
+                {
+                    "average-uniform": {"encoder": "average", "attention": "uniform"},
+                    "mlp-uniform": {"encoder": "mlp", "attention": "uniform"},
+                    "mlp-additive": {"encoder": "mlp"},
+                    "mlp-guided": {"encoder": "mlp", "attention": "guided", "guide": "average-additive-base"},
+                    "average-adv1": {
+                        "encoder": "average",
+                        "attention": "dot",
+                        "objective": "imitate",
+                        "teacher": "average-additive-base",
                     },
                 },
-            },
+                uniform="average-uniform",
+                diagnostic={
+                    "uniform": "mlp-uniform",
+                    "trained": "mlp-additive",
+                    "base_lstm": "mlp-guided",
+                    "adversary": "mlp-guided",
+                },
+                adversaries=["average-adv*"],
+            ),
             "wiegreffe_pinter.roles.adversaries: 'average-adv1' imitates average-additive-base-s0 with another "
             "architecture on 'planted' (attention: 'additive' against 'dot'); W&P §4's adversary",
         ),
         # W&P §3.4: the diagnostic models are non-contextual
         (
-            {
-                "datasets": {
-                    "planted": {
-                        "corpus": "planted",
-                        "grid": {"encoders": ["average"], "seeds": [0, 1, 2]},
-                        "models": {
-                            "average-uniform": {"encoder": "average", "attention": "uniform"},
-                            "lstm-uniform": {"attention": "uniform"},
-                        },
-                    }
+            _wp_roles(
+                {
+                    "average-uniform": {"encoder": "average", "attention": "uniform"},
+                    "lstm-uniform": {"attention": "uniform"},
                 },
-                "wiegreffe_pinter": {
-                    "datasets": ["planted"],
-                    "roles": {
-                        "base": "average-additive-base",
-                        "uniform": "average-uniform",
-                        "diagnostic": {"uniform": "lstm-uniform"},
-                    },
-                },
-            },
+                uniform="average-uniform",
+                diagnostic={"uniform": "lstm-uniform"},
+            ),
             "wiegreffe_pinter.roles.diagnostic.uniform: 'lstm-uniform' has encoder 'lstm' on 'planted'; W&P's "
             "diagnostic model sees no neighbouring token",
         ),
