@@ -776,18 +776,27 @@ def shown_field(spec, key):
     return repr(spec[key]) if key in spec else "–"
 
 
+def field_differences(dataset, base, other, fields):
+    """The training ``fields`` in which model ``other`` differs from ``base``, for a message ("key: base's against
+    other's"); empty if none."""
+    a, b = train_spec(dataset, base), train_spec(dataset, other)
+    return ", ".join(
+        f"{key}: {shown_field(a, key)} against {shown_field(b, key)}"
+        for key in sorted(fields)
+        if a.get(key) != b.get(key)
+    )
+
+
 def check_uniform_twin(dataset, base, twin):
     """W&P §3.2's uniform variant is "identical to the main setup except that the attention distribution is frozen
     to uniform weights": its training fields are the base model's, attention aside."""
     own = {"variant", "seed", "attention", *LEARNED_ATTENTION_FIELDS}
-    base_spec, twin_spec = train_spec(dataset, base), train_spec(dataset, twin)
-    differ = sorted(k for k in (base_spec.keys() | twin_spec.keys()) - own if base_spec.get(k) != twin_spec.get(k))
-    if differ:
-        shown = ", ".join(f"{k}: {shown_field(base_spec, k)} against {shown_field(twin_spec, k)}" for k in differ)
+    fields = (train_spec(dataset, base).keys() | train_spec(dataset, twin).keys()) - own
+    if differ := field_differences(dataset, base, twin, fields):
         raise config_error(
             "wiegreffe_pinter.roles.uniform",
             f"{variant(dataset, twin)['variant']!r} is not {variant(dataset, base)['variant']!r} with uniform "
-            f"attention on {dataset!r} ({shown}); W&P §3.2's uniform variant is identical to the base model but "
+            f"attention on {dataset!r} ({differ}); W&P §3.2's uniform variant is identical to the base model but "
             "for its attention",
         )
 
@@ -795,15 +804,12 @@ def check_uniform_twin(dataset, base, twin):
 def check_same_architecture(dataset, base, adversary):
     """W&P §4's consistently adversarial model is "randomly initialised with the same architecture" as the base
     (their code: the same model class and sizes); only its training differs."""
-    base_spec, adversary_spec = train_spec(dataset, base), train_spec(dataset, adversary)
-    architecture = {"encoder", "attention", "regulariser", *ENCODER_FIELDS[base_spec["encoder"]]}
-    differ = sorted(k for k in architecture if base_spec.get(k) != adversary_spec.get(k))
-    if differ:
-        shown = ", ".join(f"{k}: {shown_field(base_spec, k)} against {shown_field(adversary_spec, k)}" for k in differ)
+    architecture = {"encoder", "attention", "regulariser", *ENCODER_FIELDS[variant(dataset, base)["encoder"]]}
+    if differ := field_differences(dataset, base, adversary, architecture):
         raise config_error(
             "wiegreffe_pinter.roles.adversaries",
             f"{variant(dataset, adversary)['variant']!r} imitates {base} with another architecture on {dataset!r} "
-            f"({shown}); W&P §4's adversary has the base model's architecture",
+            f"({differ}); W&P §4's adversary has the base model's architecture",
         )
 
 
