@@ -4,6 +4,7 @@ frozen/guided attention, imitation, and the checks that stop a bad sheet before 
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -14,7 +15,7 @@ from conftest import MARKERS, VOCAB, tiny_batch, tiny_model
 from attnaudit import AttnauditError
 from attnaudit.modelsheet import final_epoch_sources, parse_model_id, sheet
 from attnaudit.objectives import TrainingContext, term_names, terms_for
-from attnaudit.objectives.imitate import attention_kl
+from attnaudit.objectives.imitate import Imitate, attention_jsd, attention_kl
 from attnaudit.objectives.mlm import mlm_corrupt
 from attnaudit.train import train_model
 
@@ -103,6 +104,60 @@ def test_imitation_kl_skips_markers_and_stays_finite():
     p, q = torch.tensor([0.6, 0.3]) / 0.9, torch.tensor([0.5, 0.5])
     expected = float((p * (p / q).log()).sum())
     assert float(attention_kl(alpha, teacher, support)) == pytest.approx(expected, rel=1e-6)
+
+
+def test_imitation_jsd_is_tutek_snajder_eq_8_over_the_non_marker_tokens():
+    alpha = torch.tensor([[0.1, 0.6, 0.3, 0.0], [0.0, 0.2, 0.8, 0.0]])
+    teacher = torch.tensor([[0.0, 0.5, 0.5, 0.0], [0.0, 0.2, 0.8, 0.0]])
+    support = torch.tensor([[False, True, True, False]] * 2)
+    p, q = torch.tensor([0.6, 0.3]) / 0.9, torch.tensor([0.5, 0.5])
+    m = (p + q) / 2
+    expected = 0.5 * float((p * (p / m).log()).sum()) + 0.5 * float((q * (q / m).log()).sum())
+    divergence = attention_jsd(alpha, teacher, support)
+    assert float(divergence[0]) == pytest.approx(expected, rel=1e-6)
+    assert float(divergence[1]) == pytest.approx(0.0, abs=1e-7)  # the same attention
+    # one-hot attention on disjoint tokens: JSD reaches ln 2, where KL grows without bound (clamped at 1e-10)
+    apart = attention_jsd(torch.tensor([[0.0, 1.0, 0.0, 0.0]]), torch.tensor([[0.0, 0.0, 1.0, 0.0]]), support[:1])
+    assert float(apart) == pytest.approx(np.log(2), rel=1e-6)
+    assert (
+        float(attention_kl(torch.tensor([[0.0, 1.0, 0.0, 0.0]]), torch.tensor([[0.0, 0.0, 1.0, 0.0]]), support[:1]))
+        > 20
+    )
+
+
+def test_the_imitate_term_trains_the_divergence_the_variant_names():
+    """T&Š Eq. 6 (``divergence: jsd``) and W&P's code (KL, the default) give the same TVD and differ in the
+    attention term only; the gradient of either pushes α away from the teacher's."""
+    context = TrainingContext(num_classes=2, vocab_size=10, marker_ids=(2, 3))
+    batch = SimpleNamespace(
+        tokens=torch.tensor([[2, 5, 6, 7, 3]]),
+        mask=torch.ones(1, 5, dtype=torch.bool),
+        teacher_attention=torch.tensor([[0.0, 0.6, 0.3, 0.1, 0.0]]),
+        teacher_probs=torch.tensor([[0.3, 0.7]]),
+    )
+    scores = torch.tensor([[-1e9, 0.2, 0.1, 0.3, -1e9]], requires_grad=True)
+    probs = torch.tensor([[0.4, 0.6]])
+    losses = {}
+    for divergence in ("kl", "jsd"):
+        term = Imitate({"lambda": 2.0, "divergence": divergence}, context)
+        out = SimpleNamespace(attention=scores.softmax(-1), probs=probs)
+        losses[divergence] = term.loss(None, batch, out)
+        (grad,) = torch.autograd.grad(losses[divergence], scores)
+        support = torch.tensor([[False, True, True, True, False]])
+        step = scores.detach() - 0.1 * grad
+        moved = {"kl": attention_kl, "jsd": attention_jsd}[divergence]
+        before = moved(scores.detach().softmax(-1), batch.teacher_attention, support)
+        after = moved(step.softmax(-1), batch.teacher_attention, support)
+        assert float(after) > float(before)
+    support = torch.tensor([[False, True, True, True, False]])
+    alpha = scores.detach().softmax(-1)
+    tvd = 0.5 * float((probs - batch.teacher_probs).abs().sum())
+    assert float(losses["jsd"].detach()) == pytest.approx(
+        tvd - 2.0 * float(attention_jsd(alpha, batch.teacher_attention, support))
+    )
+    assert float(losses["kl"].detach()) == pytest.approx(
+        tvd - 2.0 * float(attention_kl(alpha, batch.teacher_attention, support))
+    )
 
 
 # -- architectures ---------------------------------------------------------------------------------------------------
@@ -303,6 +358,11 @@ def test_last_epoch_models_are_read_off_the_run_with_the_same_training_fields():
         ),
         ({"x": {"attention": "guided"}}, r"models\.x\.guide: guided attention"),
         ({"x": {"objective": "imitate"}}, r"models\.x\.teacher: the imitate objective"),
+        ({"x": {"divergence": "jsd"}}, r"models\.x\.divergence: set, but it does not apply"),
+        (
+            {"x": {"objective": "imitate", "teacher": "lstm-additive-base-s0", "divergence": "js"}},
+            r"models\.x\.divergence: 'js' is not one of kl, jsd",
+        ),
         ({"x": {"objective": "imitate", "teacher": "nope-s0"}}, r"models\.x\.teacher: 'nope-s0' names no model"),
         (
             {"x": {"attention": "uniform", "objective": "imitate", "teacher": "lstm-additive-base-s0"}},

@@ -28,6 +28,8 @@ MODEL_WILDCARD = r"[a-z0-9][a-z0-9_.-]*-s\d+"
 
 REGULARISERS = ("base", "concat", "residual", "tying", "mlm")
 OBJECTIVES = ("classify", "imitate")
+#: the imitate objective's attention divergence (attnaudit.objectives.imitate, which needs torch)
+DIVERGENCES = ("kl", "jsd")
 GRID_DEFAULTS = {"encoders": ["lstm", "cnn", "average"], "attentions": ["additive", "dot"], "seeds": [0]}
 #: what a variant is unless its fields say otherwise (J&W's BiLSTM with additive attention, classification)
 VARIANT_DEFAULTS = {"encoder": "lstm", "attention": "additive", "regulariser": "base", "objective": "classify"}
@@ -202,6 +204,16 @@ def check_fields(key: tuple, spec: dict, dataset_entry: dict) -> None:
                 )
             if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
                 raise ConfigKeyError((*key, field), f"expected a non-negative number, got {value!r}")
+    if "divergence" in spec:
+        if objective != "imitate":
+            raise ConfigKeyError(
+                (*key, "divergence"), f"set, but it does not apply to this variant (objective {objective})"
+            )
+        if spec["divergence"] not in DIVERGENCES:
+            raise ConfigKeyError(
+                (*key, "divergence"),
+                f"{spec['divergence']!r} is not one of {', '.join(DIVERGENCES)} (kl: W&P's code; jsd: T&Š Eq. 6)",
+            )
     if attention == "guided" and not spec.get("guide"):
         raise ConfigKeyError(
             (*key, "guide"),
@@ -217,8 +229,8 @@ def check_fields(key: tuple, spec: dict, dataset_entry: dict) -> None:
         raise ConfigKeyError(
             (*key, "attention"),
             f"{attention} attention learns nothing, so the imitate objective (W&P §4) cannot move it away from the "
-            "teacher's: KL(α ‖ α_teacher) is a constant and lambda does nothing; use a learned attention "
-            "(additive or dot)",
+            "teacher's: the divergence from α_teacher is a constant and lambda does nothing; use a learned "
+            "attention (additive or dot)",
         )
     if regulariser in ("concat", *SAME_SIZE) and encoder != "lstm":
         raise ConfigKeyError(

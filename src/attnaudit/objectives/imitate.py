@@ -1,9 +1,11 @@
-"""The consistently adversarial model (W&P §4): imitate a teacher's predictions while diverging from its attention,
-L = TVD(ŷ, ŷ_teacher) − λ·KL(α ‖ α_teacher), mean over the batch, trained from scratch on the train split against
-the teacher's saved outputs.
+"""The consistently adversarial model (W&P §4; T&Š §3.3, Eq. 6–8): imitate a teacher's predictions while diverging
+from its attention, L = TVD(ŷ, ŷ_teacher) − λ·D(α, α_teacher), mean over the batch, trained from scratch on the train
+split against the teacher's saved outputs. The divergence D is the variant's ``divergence`` field: ``kl``,
+KL(α ‖ α_teacher), as W&P's code trains (the default), or ``jsd``, the Jensen–Shannon divergence of T&Š's Eq. 6 and 8
+(at most ln 2, so λ weighs a bounded term).
 
 Choices, with W&P's code for comparison: TVD is the full ½‖ŷ − ŷ_t‖₁ (their code uses the positive-class
-probability only, half of it for two classes); the KL runs over the real non-marker tokens with both
+probability only, half of it for two classes); the divergence runs over the real non-marker tokens with both
 distributions renormalised there (their teacher attentions are 0 at <s>, </s>, which gives log 0), clamped at
 1e-10 so it stays finite; instances are averaged, not class-weighted and summed.
 """
@@ -11,7 +13,7 @@ distributions renormalised there (their teacher attentions are 0 at <s>, </s>, w
 import torch
 
 from attnaudit.masks import content_positions
-from attnaudit.metrics import tvd
+from attnaudit.metrics import jsd, tvd
 from attnaudit.objectives import ObjectiveTerm, register
 
 EPS = 1e-10
@@ -29,18 +31,24 @@ def attention_kl(alpha: torch.Tensor, teacher: torch.Tensor, support: torch.Tens
     return terms.masked_fill(~support, 0.0).sum(dim=-1)
 
 
+def attention_jsd(alpha: torch.Tensor, teacher: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
+    """JSD(α, α_teacher) per instance over ``support``, both renormalised there (nats, in [0, ln 2]; T&Š Eq. 8)."""
+    return jsd(renormalised(alpha, support), renormalised(teacher, support))
+
+
 @register
 class Imitate(ObjectiveTerm):
     name = "imitate"
-    citation = "Wiegreffe & Pinter 2019, §4"
+    citation = "Wiegreffe & Pinter 2019, §4; Tutek & Šnajder 2020, §3.3 Eq. 6–8"
     needs_teacher = True
 
     def __init__(self, spec, context):
         super().__init__(spec, context)
         self.lam = float(spec.get("lambda", 1.0))
+        self.divergence = {"kl": attention_kl, "jsd": attention_jsd}[spec.get("divergence", "kl")]
 
     def loss(self, model, batch, out):
         support = content_positions(batch.tokens, batch.mask, self.context.marker_ids)
         teacher_attention = batch.teacher_attention.to(out.attention.dtype)
-        divergence = attention_kl(out.attention, teacher_attention, support)
+        divergence = self.divergence(out.attention, teacher_attention, support)
         return (tvd(out.probs, batch.teacher_probs.to(out.probs.dtype)) - self.lam * divergence).mean()

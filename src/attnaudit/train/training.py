@@ -53,7 +53,17 @@ log = logging.getLogger(__name__)
 #: every training field's default (J&W's Appendix A); kept with the model sheet, which the workflow reads without torch
 DEFAULTS = TRAINING_DEFAULTS
 #: fields a model-sheet entry may add to :data:`DEFAULTS`: its name, teachers, its objective's weights, QA's decoder
-SHEET_FIELDS = ("variant", "guide", "teacher", "lambda", "delta", "eta", "mlm_probability", "decoder_hidden")
+SHEET_FIELDS = (
+    "variant",
+    "guide",
+    "teacher",
+    "lambda",
+    "divergence",
+    "delta",
+    "eta",
+    "mlm_probability",
+    "decoder_hidden",
+)
 
 
 def full_spec(spec: dict) -> dict:

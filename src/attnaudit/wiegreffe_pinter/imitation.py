@@ -1,9 +1,10 @@
 """The consistently adversarial model, evaluated (W&P §4): a student trained (elsewhere) to imitate the teacher's
-predictions while its attention diverges from the teacher's, L = TVD(ŷ_s, ŷ_t) − λ·JSD(α_s, α_t) (W&P §4; W&P's
-code uses KL in the loss and reports JSD). Here: on one split, the JSD (nats) between student and teacher attention
-over the non-marker tokens (both renormalised there, as in :mod:`attnaudit.wiegreffe_pinter.seeds`), the TVD of
-their predicted distributions, and both models' F1 against the gold labels (macro and positive class; W&P report
-the positive class, which a task of more than two classes does not have: null there)."""
+predictions while its attention diverges from the teacher's, L = TVD(ŷ_s, ŷ_t) − λ·D(α_s, α_t) (W&P §4 and W&P's
+code: D = KL, reported as JSD; T&Š §3.3 Eq. 6: D = JSD; the variant's ``divergence``). Here: on one split, the JSD
+(nats) between student and teacher attention over the non-marker tokens (both renormalised there, as in
+:mod:`attnaudit.wiegreffe_pinter.seeds`), the TVD of their predicted distributions, and both models' F1 against the
+gold labels (macro and positive class; W&P report the positive class, which a task of more than two classes does not
+have: null there)."""
 
 from __future__ import annotations
 
