@@ -1,4 +1,4 @@
-"""Masked language modelling (T&Š §3.1, Eq. 4–5): L = CE + η·L_MLM. Tokens are selected with probability p = 0.15
+"""Masked language modelling (T&Š §3.1, Eq. 5): L = CE + η·L_MLM. Tokens are selected with probability p = 0.15
 among the real non-marker tokens and replaced BERT-style (T&Š footnote 4): 80 % by a mask input, 10 % by a random
 word, 10 % kept; the masked sequence x̂ goes through the shared embedding and encoder, ĥ = rnn(emb(x̂)), and a
 linear decoder whose weights are the embedding matrix predicts the original token at every selected position.
@@ -6,6 +6,11 @@ T&Š tie the decoder to the input embeddings "and keep them frozen during traini
 variant ``freeze_embeddings: true`` (:data:`attnaudit.modelsheet.REGULARISER_DEFAULTS`). With
 ``freeze_embeddings: false`` the classification loss trains the embeddings, and the decoder follows them without
 passing the MLM loss's gradient to them.
+
+L_MLM is the mean cross-entropy over the batch's selected tokens. T&Š do not state the reduction; their footnote 5
+(η is set per dataset because "the longer the sequence is, the more masked predictions we are expected to make")
+reads as a loss that grows with the number of masked tokens, such as a sum per sequence, against which our η is
+the weight of one masked token's loss (on SST, ~2.5 masked tokens a sentence, their η would weigh ~2.5× ours).
 
 Our vocabularies have no ``[MASK]`` token (J&W's preprocessing); the mask input is the all-zero padding embedding,
 which a real position never otherwise receives. Draws come from a generator seeded with the model seed, so
@@ -47,7 +52,7 @@ def mlm_corrupt(
 @register
 class MaskedLanguageModel(ObjectiveTerm):
     name = "mlm"
-    citation = "Tutek & Šnajder 2020, §3.1 Eq. 4–5 (BERT's 80/10/10 masking, footnote 4)"
+    citation = "Tutek & Šnajder 2020, §3.1 Eq. 5 (BERT's 80/10/10 masking, footnote 4)"
 
     def __init__(self, spec, context):
         super().__init__(spec, context)

@@ -1,5 +1,6 @@
-"""Tying (T&Š §3.1, Eq. 3): L_tying = δ/T Σ_t ‖h_t − e_t‖², keeping every hidden state close to its own word's
-embedding; averaged over all real tokens of the batch (needs 2·lstm_hidden = the embedding size)."""
+"""Tying (T&Š §3.1, Eq. 4): L_tying = δ/T Σ_t ‖h_t − e_t‖², keeping every hidden state close to its own word's
+embedding; averaged over "all tokens in the batch", the markers <s>, </s> included and padding not (needs
+2·lstm_hidden = the embedding size). The gradient reaches e_t too where the embeddings train (T&Š are silent)."""
 
 from attnaudit import AttnauditError
 from attnaudit.objectives import ObjectiveTerm, register
@@ -8,7 +9,7 @@ from attnaudit.objectives import ObjectiveTerm, register
 @register
 class Tying(ObjectiveTerm):
     name = "tying"
-    citation = "Tutek & Šnajder 2020, §3.1 Eq. 3"
+    citation = "Tutek & Šnajder 2020, §3.1 Eq. 4"
 
     def __init__(self, spec, context):
         super().__init__(spec, context)
