@@ -577,6 +577,19 @@ def test_a_method_that_does_not_support_the_model_has_no_agreement_or_faithfulne
     )
     of_lrp = faithful["method"] == "lrp"
     assert of_lrp.any() and faithful.loc[of_lrp, ["comprehensiveness", "sufficiency"]].isna().all().all()
+    precision = {
+        name: planted.run(
+            [{"dataset": "planted", "dataset_dir": data, "model": "m", "scores": scores}], tmp_path / f"{name}.csv"
+        )
+        for name, scores in (("without_lrp", importance), ("before", list(outputs[1]["importance"])))
+    }
+    unranked = precision["without_lrp"]["method"] == "lrp"
+    assert unranked.any() and precision["without_lrp"].loc[unranked, "precision_at_k"].isna().all()
+    assert (precision["without_lrp"].loc[unranked, "n_instances"] == 0).all()
+    pd.testing.assert_frame_equal(
+        precision["without_lrp"][~unranked].reset_index(drop=True),
+        precision["before"][~unranked.to_numpy()].reset_index(drop=True),
+    )
     before = outputs[1]["faithfulness"]
     pd.testing.assert_frame_equal(  # other erasures share the batches' rows: float rounding only
         faithful[~of_lrp].reset_index(drop=True),

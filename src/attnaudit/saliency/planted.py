@@ -17,7 +17,15 @@ from attnaudit.data import load_examples
 from attnaudit.importance import METHODS
 from attnaudit.importance._stage import read_scores
 from attnaudit.saliency.agreement import candidates_of_split
-from attnaudit.saliency.ranking import RANKINGS, k_tokens, rank_positions, ranking_key, scores_by_row, stack_rows
+from attnaudit.saliency.ranking import (
+    RANKINGS,
+    k_tokens,
+    rank_positions,
+    ranking_key,
+    scores_by_row,
+    stack_rows,
+    undefined_rankings,
+)
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +47,9 @@ def precision_frame(
     rankings=RANKINGS,
     group_size: int = 512,
 ) -> pd.DataFrame:
-    """Per-instance precision@k: ``row, method, ranking, k, k_tokens, precision_at_k``."""
+    """Per-instance precision@k: ``row, method, ranking, k, k_tokens, precision_at_k``; NaN where the instance has
+    no candidate or the method no ranking (NaN scores: :func:`undefined_rankings`), as in agreement and
+    faithfulness."""
     frames = []
     rows = sorted(table, key=lambda r: (table[r].shape[1], r))
     for start in range(0, len(rows), group_size):
@@ -52,13 +62,14 @@ def precision_frame(
             cand[i, : len(candidates[r])] = torch.from_numpy(candidates[r])
             planted[i, torch.from_numpy(important[r])] = True
         n = cand.sum(dim=1)
+        unranked = undefined_rankings(scores, cand)  # [G, M]
         specs = [("n_planted", (planted & cand).sum(dim=1))] + [(str(k), k_tokens(n, k)) for k in ks]
         for ranking in rankings:
             ranks = rank_positions(ranking_key(scores, cand[:, None], ranking))  # [G, M, T]
             for label, kk in specs:
                 top = ranks < kk[:, None, None]
                 hits = (top & planted[:, None]).sum(dim=-1).double()
-                precision = (hits / kk.clamp(min=1)[:, None]).masked_fill((kk == 0)[:, None], torch.nan)
+                precision = (hits / kk.clamp(min=1)[:, None]).masked_fill((kk == 0)[:, None] | unranked, torch.nan)
                 frames.append(
                     pd.DataFrame(
                         {
