@@ -476,6 +476,11 @@ def test_stage_tables_planted_and_figures(stage_outputs, planted_dataset):
     tables = report.run_tables(runs, str(out))
     agreement_csv = pd.read_csv(out / "agreement.csv")
     assert {"dataset", "model", "method_a", "method_b", "tau_mean", "topk_overlap"} <= set(agreement_csv.columns)
+    per_instance = pd.read_parquet(run / "saliency_agreement.parquet")
+    counted = per_instance.groupby(["ranking", "method_a", "method_b"])[["tau", "topk_overlap"]].count()
+    reported = agreement_csv.set_index(["ranking", "method_a", "method_b"])[["n_instances", "n_overlap"]]
+    counted.columns = reported.columns  # each mean beside the number of instances it averages
+    pd.testing.assert_frame_equal(reported.sort_index(), counted.sort_index(), check_dtype=False)
     faith = pd.read_csv(out / "faithfulness.csv")
     assert {"dataset", "model", "method", "k", "comprehensiveness", "sufficiency", "variant"} <= set(faith.columns)
     assert set(faith["k"]) == {"1%", "5%", "10%", "20%", "50%", "aopc"}

@@ -2,8 +2,10 @@
 
 Tables (``results/tables/bastings_filippova/``), one row per dataset × model × …:
 
-* ``agreement.csv``: ``dataset, model, ranking, method_a, method_b, tau_mean, topk_overlap, tau_sd, k,
-  n_instances`` — mean Kendall τ-b and mean top-k overlap over instances (τ NaN instances left out).
+* ``agreement.csv``: ``dataset, model, ranking, method_a, method_b, tau_mean, topk_overlap, n_overlap, tau_sd, k,
+  n_instances`` — mean Kendall τ-b over the ``n_instances`` instances where it is defined, and mean top-k overlap
+  over the ``n_overlap`` where it is (every instance with a candidate, those of at most k candidates included,
+  whose overlap is 1 by construction).
 * ``faithfulness.csv``: ``dataset, model, variant, ranking, method, signed, k, comprehensiveness, sufficiency,
   n_instances`` — k in % of the candidate tokens, plus ``k = aopc`` (per-instance mean over the k bins).
 * ``cost.csv``: ``dataset, model, method, seconds_per_1000, n_instances, device, threads`` — wall-clock seconds
@@ -29,7 +31,8 @@ CATEGORY = "Bastings & Filippova 2020"
 # the columns of each table (a table without rows is still written with them, so that it reads as empty)
 _RUN = ["dataset", "model"]
 COLUMNS = {
-    "agreement": [*_RUN, "ranking", "method_a", "method_b", "tau_mean", "topk_overlap", "tau_sd", "k", "n_instances"],
+    "agreement": [*_RUN, "ranking", "method_a", "method_b", "tau_mean", "topk_overlap", "n_overlap", "tau_sd"]
+    + ["k", "n_instances"],
     "faithfulness": [*_RUN, "variant", "ranking", "method", "signed", "k"]
     + ["comprehensiveness", "sufficiency", "n_instances"],
     "cost": [*_RUN, "method", "seconds_per_1000", "n_instances", "device", "threads"],
@@ -47,6 +50,7 @@ def agreement_table(frame: pd.DataFrame) -> pd.DataFrame:
     table = grouped.agg(
         tau_mean=("tau", "mean"),
         topk_overlap=("topk_overlap", "mean"),
+        n_overlap=("topk_overlap", "count"),
         tau_sd=("tau", "std"),
         k=("k", "median"),
         n_instances=("tau", "count"),
