@@ -1028,6 +1028,7 @@ def card_options(dataset, stage):
         "delta_median": jw["permutation"]["small_change"],
         "eps_max_jsd": jw["adversarial"]["high_jsd"],
         "seed_spread": WP["uniform"]["spread_k"],
+        "fragility_f1": TS["tables"]["f1"],
     }
     options = {k: (inherited[k] if v is None and k in inherited else v) for k, v in CARDS.items() if k != "seed"}
     seed = CARDS["seed"] if CARDS["seed"] is not None else config["seed"]

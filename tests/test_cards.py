@@ -175,6 +175,10 @@ def test_wiegreffe_pinter_and_tutek_snajder_summaries(tmp_path):
     assert [c["passed"] for c in s["checks"]] == [True]  # T&Š Table 1's F1, the positive class: −1.3 points
     assert "positive F1" in {x["key"]: x["label"] for x in s["numbers"]}["pm_delta_f1"]
     assert {x["key"]: x["value"] for x in s["numbers"]}["token_probability"] == pytest.approx(0.7)
+    options = _options(fragility_points=1.0, fragility_f1="macro")  # tutek_snajder.tables.f1: macro
+    s = run_summary("tutek_snajder", inputs, "d", "m", options, str(tmp_path / "ts.json"))
+    assert [c["passed"] for c in s["checks"]] == [False]  # the table's macro-F1: −0.4 points
+    assert "macro F1" in {x["key"]: x["label"] for x in s["numbers"]}["pm_delta_f1"]
     fragility.write_text(json.dumps({"trained": {"macro_f1": 0.8, "positive_f1": None}, "delta": deltas}))
     s = run_summary("tutek_snajder", inputs, "d", "m", _options(fragility_points=1.0), str(tmp_path / "ts.json"))
     assert [c["passed"] for c in s["checks"]] == [False]  # three classes, macro-F1: −0.4 points, barely matters

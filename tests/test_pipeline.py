@@ -167,13 +167,21 @@ def test_where_corpora_lie_and_the_methods_memory_options_rerun_nothing(pipeline
 
 def test_a_card_threshold_reruns_only_the_summaries_that_read_it(pipeline_run, tmp_path):
     """Each stage's card summary has as parameters only the ``cards.*`` options it reads: T&Š's fragility threshold
-    plans T&Š's summaries (and the cards they feed), the bootstrap's resamples J&W's, and no other stage's."""
+    plans T&Š's summaries (and the cards they feed), the bootstrap's resamples J&W's, and no other stage's; T&Š's
+    table F1 is the F1 of its card's fragility check too."""
     workdir, config = pipeline_run
     summaries = {"jw_card_summary", "saliency_card_summary", "wp_card_summary", "ts_card_summary"}
-    changes = (("fragility_points", 2.5, "ts_card_summary"), ("bootstrap_samples", 123, "jw_card_summary"))
-    for option, value, reread in changes:
+    changes = (
+        (("cards", "fragility_points"), 2.5, "ts_card_summary"),
+        (("cards", "bootstrap_samples"), 123, "jw_card_summary"),
+        (("tutek_snajder", "tables", "f1"), "macro", "ts_card_summary"),
+    )
+    for (*block, option), value, reread in changes:
         cfg = yaml.safe_load(config.read_text())
-        cfg.setdefault("cards", {})[option] = value
+        entry = cfg
+        for key in block:
+            entry = entry.setdefault(key, {})
+        entry[option] = value
         changed = tmp_path / f"{option}.yaml"
         changed.write_text(yaml.safe_dump(cfg, sort_keys=False))
         rules = {rule for rule, _ in jobs_of(snakemake(workdir, "-n", config=changed).stdout)}

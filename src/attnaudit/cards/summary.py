@@ -28,6 +28,7 @@ DEFAULTS = {
     "eps_max_jsd": 0.5,
     "seed_spread": 2.0,
     "fragility_points": 1.0,
+    "fragility_f1": "positive",
     "split": "test",
 }
 

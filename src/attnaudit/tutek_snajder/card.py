@@ -1,6 +1,7 @@
 """Tutek & Šnajder (2020) part of a model's audit card: fragility of the predictions to uniform and permuted
-attention (§4.1, Table 1, in the table's F1: positive class, macro without one), mutual information between e_t
-and h_t (§3.4, Table 2) and the average per-token prediction probability (§5, Eq. 9, Table 3)."""
+attention (§4.1, Table 1, in the F1 ``cards.fragility_f1`` names, by default the table's, ``tutek_snajder.tables.f1``),
+mutual information between e_t and h_t (§3.4, Table 2) and the average per-token prediction probability (§5, Eq. 9,
+Table 3)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from attnaudit.tutek_snajder.runs import reported_f1
 
 TITLE = "Tutek & Šnajder (2020): fragility, mutual information, per-token probability"
 # the cards.* options this summary reads (only they are its jobs' parameters: attnaudit.cards.summary.stage_options)
-OPTIONS = ("fragility_points",)
+OPTIONS = ("fragility_points", "fragility_f1")
 
 
 def summary(inputs: dict, *, dataset: str, model: str, options: dict) -> dict:
@@ -19,7 +20,7 @@ def summary(inputs: dict, *, dataset: str, model: str, options: dict) -> dict:
     numbers, checks, missing, n = [], [], [], None
     if path := existing(inputs, "fragility"):
         result = read_json(path)
-        f1 = reported_f1(result)
+        f1 = reported_f1(result, options["fragility_f1"])
         pm, un = result["delta"][f"permutation_{f1}_f1_mean"], result["delta"][f"uniform_{f1}_f1"]
         numbers += [
             number("pm_delta_f1", f"Pm. ΔF1 ({f1} F1, points)", pm, citation="T&Š §4.1, Table 1", headline=True),
