@@ -13,8 +13,8 @@ import torch
 from conftest import MARKERS, VOCAB, tiny_batch, tiny_model
 
 from attnaudit import AttnauditError
-from attnaudit.modelsheet import final_epoch_sources, parse_model_id, sheet
-from attnaudit.objectives import TrainingContext, term_names, terms_for
+from attnaudit.modelsheet import DIVERGENCES, final_epoch_sources, parse_model_id, sheet
+from attnaudit.objectives import TrainingContext, imitate, term_names, terms_for
 from attnaudit.objectives.imitate import Imitate, attention_jsd, attention_kl
 from attnaudit.objectives.mlm import mlm_corrupt
 from attnaudit.train import train_model
@@ -145,12 +145,15 @@ def test_the_imitate_term_trains_the_divergence_the_variant_names():
         (grad,) = torch.autograd.grad(losses[divergence], scores)
         support = torch.tensor([[False, True, True, True, False]])
         step = scores.detach() - 0.1 * grad
-        moved = {"kl": attention_kl, "jsd": attention_jsd}[divergence]
+        moved = imitate.DIVERGENCES[divergence]
         before = moved(scores.detach().softmax(-1), batch.teacher_attention, support)
         after = moved(step.softmax(-1), batch.teacher_attention, support)
         assert float(after) > float(before)
     support = torch.tensor([[False, True, True, True, False]])
     alpha = scores.detach().softmax(-1)
+    assert set(imitate.DIVERGENCES) == set(DIVERGENCES)  # the sheet's check names what the term trains
+    with pytest.raises(AttnauditError, match="divergence 'js' is not one of kl, jsd"):
+        Imitate({"divergence": "js"}, context)
     tvd = 0.5 * float((probs - batch.teacher_probs).abs().sum())
     assert float(losses["jsd"].detach()) == pytest.approx(
         tvd - 2.0 * float(attention_jsd(alpha, batch.teacher_attention, support))

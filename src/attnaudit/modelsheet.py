@@ -28,7 +28,7 @@ MODEL_WILDCARD = r"[a-z0-9][a-z0-9_.-]*-s\d+"
 
 REGULARISERS = ("base", "concat", "residual", "tying", "mlm")
 OBJECTIVES = ("classify", "imitate")
-#: the imitate objective's attention divergence (attnaudit.objectives.imitate, which needs torch)
+#: the imitate objective's attention divergences (attnaudit.objectives.imitate.DIVERGENCES, which needs torch)
 DIVERGENCES = ("kl", "jsd")
 GRID_DEFAULTS = {"encoders": ["lstm", "cnn", "average"], "attentions": ["additive", "dot"], "seeds": [0]}
 #: what a variant is unless its fields say otherwise (J&W's BiLSTM with additive attention, classification)

@@ -12,6 +12,7 @@ distributions renormalised there (their teacher attentions are 0 at <s>, </s>, w
 
 import torch
 
+from attnaudit import AttnauditError
 from attnaudit.masks import content_positions
 from attnaudit.metrics import jsd, tvd
 from attnaudit.objectives import ObjectiveTerm, register
@@ -36,6 +37,10 @@ def attention_jsd(alpha: torch.Tensor, teacher: torch.Tensor, support: torch.Ten
     return jsd(renormalised(alpha, support), renormalised(teacher, support))
 
 
+#: the attention divergences D the objective can push up (attnaudit.modelsheet.DIVERGENCES checks the sheet's)
+DIVERGENCES = {"kl": attention_kl, "jsd": attention_jsd}
+
+
 @register
 class Imitate(ObjectiveTerm):
     name = "imitate"
@@ -45,7 +50,10 @@ class Imitate(ObjectiveTerm):
     def __init__(self, spec, context):
         super().__init__(spec, context)
         self.lam = float(spec.get("lambda", 1.0))
-        self.divergence = {"kl": attention_kl, "jsd": attention_jsd}[spec.get("divergence", "kl")]
+        divergence = spec.get("divergence", "kl")
+        if divergence not in DIVERGENCES:
+            raise AttnauditError(f"imitate: divergence {divergence!r} is not one of {', '.join(DIVERGENCES)}")
+        self.divergence = DIVERGENCES[divergence]
 
     def loss(self, model, batch, out):
         support = content_positions(batch.tokens, batch.mask, self.context.marker_ids)
