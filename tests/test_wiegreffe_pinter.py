@@ -169,6 +169,7 @@ def test_seed_variance_matches_independent_computation(dataset, models):
         np.testing.assert_allclose(row["seed_tvd"], tvds, atol=1e-9)
         np.testing.assert_allclose(row["jsd_median"], np.median(jsds), atol=1e-6, equal_nan=True)
         np.testing.assert_allclose(row["tvd_median"], np.median(tvds), atol=1e-9)
+        np.testing.assert_allclose(row["tvd_mean"], np.mean(tvds), atol=1e-9)  # the scatter's y (W&P's code)
         np.testing.assert_allclose(row["max_attention"], top, atol=1e-6, equal_nan=True)
     defined = frame["seed_jsd"].map(lambda v: not np.isnan(v).any())
     jsd = np.stack(frame.loc[defined, "seed_jsd"])

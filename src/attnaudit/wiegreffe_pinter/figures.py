@@ -81,12 +81,12 @@ def seed_figures(
     save_figure(fig, out_violin)
 
     fig, ax = plt.subplots(figsize=(5, 4), layout="constrained")
-    data = frame.dropna(subset=["jsd_median", "tvd_median"])
+    data = frame.dropna(subset=["jsd_median", "tvd_mean"])
     if len(data):
-        sns.scatterplot(
+        sns.scatterplot(  # W&P's seed_graphs.py: the median JSD against the mean TVD over seeds
             data=data,
             x="jsd_median",
-            y="tvd_median",
+            y="tvd_mean",
             hue="class",
             hue_order=list(palette),
             palette=palette,
@@ -99,7 +99,7 @@ def seed_figures(
     ax.set_xlim(0, LN2)
     ax.set_ylim(0, 1)
     ax.set_xlabel(f"median {JSD_LABEL}")
-    ax.set_ylabel("median TVD to the base model's prediction")
+    ax.set_ylabel("mean TVD to the base model's prediction")
     ax.set_title(f"{title}: {n_seeds} seeds", fontsize=9)
     save_figure(fig, out_scatter)
 
