@@ -194,6 +194,7 @@ def check_fields(key: tuple, spec: dict, dataset_entry: dict) -> None:
         ("eta", regulariser == "mlm"),
         ("mlm_probability", regulariser == "mlm"),
         ("lambda", objective == "imitate"),
+        ("divergence", objective == "imitate"),
     ):
         if field in spec:
             value = spec[field]
@@ -202,18 +203,14 @@ def check_fields(key: tuple, spec: dict, dataset_entry: dict) -> None:
                     (*key, field),
                     f"set, but it does not apply to this variant (regulariser {regulariser}, objective {objective})",
                 )
-            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            if field == "divergence":
+                if value not in DIVERGENCES:
+                    raise ConfigKeyError(
+                        (*key, field),
+                        f"{value!r} is not one of {', '.join(DIVERGENCES)} (kl: W&P's code; jsd: T&Š Eq. 6)",
+                    )
+            elif isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
                 raise ConfigKeyError((*key, field), f"expected a non-negative number, got {value!r}")
-    if "divergence" in spec:
-        if objective != "imitate":
-            raise ConfigKeyError(
-                (*key, "divergence"), f"set, but it does not apply to this variant (objective {objective})"
-            )
-        if spec["divergence"] not in DIVERGENCES:
-            raise ConfigKeyError(
-                (*key, "divergence"),
-                f"{spec['divergence']!r} is not one of {', '.join(DIVERGENCES)} (kl: W&P's code; jsd: T&Š Eq. 6)",
-            )
     if attention == "guided" and not spec.get("guide"):
         raise ConfigKeyError(
             (*key, "guide"),
