@@ -59,6 +59,18 @@ def test_adversary_objective_uses_the_same_jsd(a, b):
     assert float(value[0]) == pytest.approx(float(jsd(p, q)), abs=1e-8)
 
 
+def test_adversary_objective_weighs_each_pair_as_eq_2_prints_it():
+    """J&W Eq. 2: f = Σ_i JSD(α⁽ⁱ⁾, α̂) + 1/(k(k−1)) Σ_{i<j} JSD(α⁽ⁱ⁾, α⁽ʲ⁾), each unordered pair once."""
+    k, generator = 4, torch.Generator().manual_seed(3)
+    alpha = torch.softmax(torch.randn(1, k, 7, generator=generator, dtype=torch.float64), dim=-1)
+    alpha_hat = torch.softmax(torch.randn(1, 7, generator=generator, dtype=torch.float64), dim=-1)
+    probs = torch.full((1, k, 2), 0.5, dtype=torch.float64)
+    value = relaxed_objective(alpha, alpha_hat, probs, probs[:, 0], epsilon=0.01, lam=0.0)
+    to_hat = sum(float(jsd(alpha[0, i], alpha_hat[0])) for i in range(k))
+    pairs = sum(float(jsd(alpha[0, i], alpha[0, j])) for i in range(k) for j in range(i + 1, k))
+    assert float(value[0]) == pytest.approx(to_hat + pairs / (k * (k - 1)), rel=1e-12)
+
+
 def test_kendall_tau_is_scipy_tau_b_with_p_value():
     a, b = np.array([1.0, 2, 2, 3, 5]), np.array([2.0, 1, 3, 3, 4])
     expected = kendalltau(a, b, variant="b")

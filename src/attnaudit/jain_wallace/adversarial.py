@@ -2,9 +2,10 @@
 
 For each instance, k distributions α⁽¹⁾…α⁽ᵏ⁾ maximise (Eq. 2)
 
-    f = Σ_i JSD(α⁽ⁱ⁾, α̂) + 1/(k(k−1)) Σ_{i≠j} JSD(α⁽ⁱ⁾, α⁽ʲ⁾)
+    f = Σ_i JSD(α⁽ⁱ⁾, α̂) + 1/(k(k−1)) Σ_{i<j} JSD(α⁽ⁱ⁾, α⁽ʲ⁾)
 
-subject to TVD(ŷ(α⁽ⁱ⁾), ŷ) ≤ ε (Eq. 1), through the relaxed objective f − λ Σ_i max(0, TVD_i − ε) with λ = 500
+(each unordered pair weighs 1/(k(k−1)) as Eq. 2 prints it; J&W's code, ``cross_jsd.sum(0).mean()``, gives it
+2/k²) subject to TVD(ŷ(α⁽ⁱ⁾), ŷ) ≤ ε (Eq. 1), through the relaxed objective f − λ Σ_i max(0, TVD_i − ε) with λ = 500
 per adversary (J&W's code; the paper's footnote writes λ/k) maximised by Adam (amsgrad, as J&W's code) over
 masked attention logits θ, α⁽ⁱ⁾ = softmax(θ⁽ⁱ⁾) on the support: the real positions without the sentence
 markers (``exclude_markers``, default, as J&W's code masks <s>, </s> out of attention; otherwise a BiLSTM adversary
@@ -74,7 +75,7 @@ def relaxed_objective(alpha, alpha_hat, probs, probs_hat, epsilon: float, lam: f
     """Per-instance relaxed Eq. 1–2, to maximise: alpha [B, k, T], alpha_hat [B, T], probs [B, k, C].
 
     JSD(p, q) = ½Σ p ln p + ½Σ q ln q − Σ m ln m with m = (p + q)/2 (nats), so the entropies of the k adversaries
-    are computed once and the cross term visits each unordered pair once: Σ_{i≠j} = 2 Σ_{i<j}."""
+    are computed once and the cross term visits each unordered pair (i < j) once, as Eq. 2 sums them."""
     k = alpha.shape[1]
     first, second = torch.triu_indices(k, k, offset=1, device=alpha.device)
     plogp = xlogx(alpha).sum(dim=-1)  # [B, k]
@@ -84,7 +85,7 @@ def relaxed_objective(alpha, alpha_hat, probs, probs_hat, epsilon: float, lam: f
     divergence = (0.5 * (plogp + plogp_hat[:, None]) - mlogm[:, :k]).sum(dim=1)
     if k > 1:
         cross = 0.5 * (plogp[:, first] + plogp[:, second]) - mlogm[:, k:]
-        divergence = divergence + 2.0 * cross.sum(dim=1) / (k * (k - 1))
+        divergence = divergence + cross.sum(dim=1) / (k * (k - 1))
     violation = torch.relu(tvd(probs, probs_hat[:, None, :]) - epsilon).sum(dim=1)
     return divergence - lam * violation
 
@@ -96,7 +97,7 @@ def log_clamped(x: torch.Tensor) -> torch.Tensor:
 def objective_gradient(alpha, alpha_hat, token_logits, probs_hat, epsilon: float, lam: float) -> torch.Tensor:
     """∂f/∂α ``[B, k, T]`` of the relaxed Eq. 1–2 (:func:`relaxed_objective`) for a linear decoder, in closed form.
 
-    With m = (p + q)/2, ∂JSD(p, q)/∂p = ½(ln p − ln m), and the cross term weighs each ordered pair 1/(k(k−1)).
+    With m = (p + q)/2, ∂JSD(p, q)/∂p = ½(ln p − ln m), and the cross term weighs each unordered pair 1/(k(k−1)).
     The penalty goes through ŷ⁽ⁱ⁾ = softmax(α⁽ⁱ⁾L) with the per-token logits L (T&Š Eq. 9): ∂TVD/∂ŷ =
     ½ sign(ŷ⁽ⁱ⁾ − ŷ) where TVD > ε, the softmax Jacobian ŷ ⊙ (g − ⟨ŷ, g⟩), then Lᵀ. Written by hand because
     autograd's per-operation overhead dominates at these sizes (a test compares it with autograd on
@@ -108,7 +109,7 @@ def objective_gradient(alpha, alpha_hat, token_logits, probs_hat, epsilon: float
         pairs = pair_means(k, alpha.dtype, alpha.device)  # [P, k]: row (i, j) averages adversaries i and j
         between = log_clamped(torch.matmul(pairs, alpha))  # [B, P, T], ln m_ij per unordered pair
         summed = torch.matmul(2.0 * pairs.t(), between)  # Σ_{j≠i} ln m_ij: each pair to both of its adversaries
-        gradient = gradient + ((k - 1) * log_alpha - summed) / (k * (k - 1))
+        gradient = gradient + ((k - 1) * log_alpha - summed) / (2 * k * (k - 1))
     probs = torch.softmax(torch.bmm(alpha, token_logits), dim=-1)  # [B, k, C]
     difference = probs - probs_hat[:, None, :]
     violated = 0.5 * difference.abs().sum(dim=-1, keepdim=True) > epsilon

@@ -125,7 +125,8 @@ def adversaries(
             alpha = masked_softmax(theta, mask)  # [k, T]
             y = torch.softmax(model.decode(hidden, alpha[None], out.query)[0], dim=-1)  # [k, C]
             to_hat = _jsd_plain(alpha, alpha_hat[None, :]).sum()
-            between = _jsd_plain(alpha[:, None, :], alpha[None, :, :]).sum() / (k * (k - 1)) if k > 1 else 0.0
+            # Eq. 2's Σ_{i<j}: the k × k matrix holds each unordered pair twice (and a zero diagonal)
+            between = _jsd_plain(alpha[:, None, :], alpha[None, :, :]).sum() / (2 * k * (k - 1)) if k > 1 else 0.0
             penalty = torch.relu(tvd(y, y_hat[None, :]) - epsilon).sum()
             loss = -(to_hat + between - lam * penalty)
             optimiser.zero_grad()
