@@ -381,6 +381,27 @@ def test_qa_candidates_mask_logits_to_the_passage_entities():
     torch.testing.assert_close(probs.sum(dim=1), torch.ones(3, dtype=probs.dtype))
 
 
+@pytest.mark.parametrize("encoder", ["lstm", "average", "cnn"])
+def test_qa_deleting_a_candidates_only_mention_keeps_it_a_candidate(encoder):
+    """J&W's leave-one-out (their code's ``remove_and_run``) keeps the whole passage's entity mask: deleting the
+    one mention of an answer candidate leaves the answer space as it was, by every deletion route alike."""
+    from attnaudit.importance.loo import deletion_outputs, deletions
+
+    model = qa_model(encoder, candidates=(10, 11, 12, 13, -1), seed=2)
+    passages = [np.array([2, 10, 5, 12, 7, 8, 9, 3]), np.array([2, 13, 6, 11, 3])]
+    batch = collate(passages, queries=[np.array([2, 4, 3])] * 2)
+    allowed = torch.isfinite(model(batch).logits)
+    assert allowed[0, [0, 2]].all() and not allowed[0, [1, 3, 4]].any()
+    deleted, b, t = deletions(batch)
+    with torch.no_grad():
+        reencoded = model(deleted).logits
+        fast = deletion_outputs(model, batch, max_tokens=None, tolerance=1e-6)[1].flatten(0, 1)
+    real = [row for row in range(len(b)) if 0 < t[row] < len(passages[int(b[row])]) - 1]
+    for logits in (reencoded, fast):
+        torch.testing.assert_close(torch.isfinite(logits[real]), allowed[b[real]])  # t = 1 deletes entity 10 or 13
+    torch.testing.assert_close(fast[real], reencoded[real], atol=1e-5, rtol=1e-5)
+
+
 def test_qa_candidate_ids_from_answers():
     examples = pd.DataFrame({"label": [0, 2, 0], "answer": ["@entity0", "@entity5", "@entity0"]})
     assert candidate_ids(examples, {"@entity0": 7, "@entity5": 9}, 3) == (7, -1, 9)

@@ -25,6 +25,9 @@ class Batch:
     guide: torch.Tensor | None = None  # [B, T] float, rows sum to 1 over the mask
     teacher_probs: torch.Tensor | None = None  # [B, C]
     teacher_attention: torch.Tensor | None = None  # [B, T]
+    # [B, T₀] the unperturbed passage's tokens (−1 on padding) a QA model takes its answer candidates from, once
+    # ``with_positions`` has deleted or erased some (J&W's code keeps the full passage's entity mask); None: ``tokens``
+    answer_tokens: torch.Tensor | None = None
 
     @property
     def lengths(self) -> torch.Tensor:
@@ -48,14 +51,21 @@ class Batch:
     def with_positions(self, rows: torch.Tensor, source: torch.Tensor, mask: torch.Tensor) -> Batch:
         """New instances made of instance ``rows[n]``'s positions ``source[n]`` (``[N, T']``), real where ``mask``
         (deletions, ERASER erasures). Labels, ids and teacher outputs are dropped; a guide follows its tokens and
-        is renormalised over the positions that remain."""
+        is renormalised over the positions that remain; the answer candidates stay the whole instance's
+        (``answer_tokens``)."""
         guide = None
         if self.guide is not None:
             guide = self.guide[rows].gather(1, source).masked_fill(~mask, 0.0)
             guide = guide / guide.sum(dim=1, keepdim=True).clamp_min(torch.finfo(guide.dtype).tiny)
         sub = lambda t: None if t is None else t[rows]
+        answer_tokens = self.tokens.masked_fill(~self.mask, -1) if self.answer_tokens is None else self.answer_tokens
         return Batch(
-            self.tokens[rows].gather(1, source), mask, None, [], sub(self.query_tokens), sub(self.query_mask), guide
+            self.tokens[rows].gather(1, source),
+            mask,
+            query_tokens=sub(self.query_tokens),
+            query_mask=sub(self.query_mask),
+            guide=guide,
+            answer_tokens=answer_tokens[rows],
         )
 
 

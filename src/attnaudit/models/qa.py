@@ -88,10 +88,15 @@ class QAModel(AttentionClassifier):
         return (states * weights).sum(dim=1) / weights.sum(dim=1).clamp_min(1.0)
 
     def candidates(self, batch: Batch) -> torch.Tensor:
-        """``[B, C]`` indicator of the classes each instance may answer (all ones without candidate ids)."""
+        """``[B, C]`` indicator of the classes each instance may answer (all ones without candidate ids): those
+        whose word occurs in the whole passage, also when a deletion or erasure has removed it (``answer_tokens``),
+        as J&W's code keeps the full passage's entity mask in its leave-one-out (``remove_and_run``)."""
         if not len(self.candidate_ids):
             return batch.tokens.new_ones((batch.tokens.shape[0], self.cfg.num_classes), dtype=torch.float32)
-        present = (batch.tokens[:, :, None] == self.candidate_ids[None, None, :]) & batch.mask[:, :, None]
+        tokens, mask = batch.tokens, batch.mask
+        if batch.answer_tokens is not None:
+            tokens, mask = batch.answer_tokens, batch.answer_tokens >= 0
+        present = (tokens[:, :, None] == self.candidate_ids[None, None, :]) & mask[:, :, None]
         present = present.any(dim=1) & (self.candidate_ids >= 0)[None, :]
         present = present | ~present.any(dim=1, keepdim=True)  # no candidate left: no mask rather than no answer
         return present.float()
@@ -122,14 +127,11 @@ class QAModel(AttentionClassifier):
         return self.w_passage.weight, self.w_passage.bias, finish
 
     def deletion_candidates(self, batch: Batch, first: int, last: int) -> torch.Tensor | None:
-        """:meth:`candidates` of each passage with its token t deleted, t in ``first..last−1`` ``[rows, B, C]``: a
-        candidate whose only occurrence is deleted is no longer one (as re-encoding the shorter passage gives)."""
+        """:meth:`candidates` of each passage with its token t deleted, t in ``first..last−1`` ``[rows, B, C]``: the
+        whole passage's, as re-encoding the shorter passage gives (``Batch.with_positions``)."""
         if not len(self.candidate_ids):
             return None
-        hits = (batch.tokens[:, :, None] == self.candidate_ids[None, None, :]) & batch.mask[:, :, None]  # [B, T, C]
-        left = hits.sum(dim=1)[None] - hits[:, first:last].transpose(0, 1).long()  # [rows, B, C]
-        present = (left > 0) & (self.candidate_ids >= 0)
-        return (present | ~present.any(dim=-1, keepdim=True)).float()
+        return self.candidates(batch)[None].expand(last - first, -1, -1)
 
     def decode(self, hidden: torch.Tensor, alpha: torch.Tensor, query: torch.Tensor | None = None) -> torch.Tensor:
         """logits = W₂ tanh(W₁p c + W₁q q), masked to the candidates; ``alpha`` ``[B, T]`` or ``[B, S, T]``
