@@ -616,15 +616,18 @@ def test_classifier_trains_on_a_generated_mimic_directory(tmp_path):
 
 
 def test_jw_tables_qa_overall_rows_and_per_dataset_epsilon(tmp_path):
-    """bAbI rows are compared with J&W's overall τ (all predicted classes pooled), and a user's QA corpus (a run
-    marked ``qa``) is pooled alike, with no J&W number; ε is the run's own."""
-    from attnaudit.jain_wallace.tables import ALL_CLASSES, write_tables
+    """bAbI rows are compared with J&W's overall τ (all predicted classes pooled), SNLI's per predicted class with
+    J&W's per-class numbers; a user's QA/NLI corpus (a run marked ``qa``) is pooled from 4 classes on (J&W's code
+    splits by class below 4), with no J&W number; ε is the run's own."""
+    from attnaudit.jain_wallace.tables import ALL_CLASSES, JW_TABLE2, write_tables
 
     rng = np.random.default_rng(0)
     runs = []
-    for dataset, corpus, epsilon in (("babi1", "babi1", 0.05), ("sst", "sst", 0.01), ("mine", "mine", 0.05)):
+    datasets = (("babi1", 0.05, 3), ("sst", 0.01, 2), ("snli", 0.05, 3), ("mine", 0.05, 5), ("nli", 0.05, 3))
+    for dataset, epsilon, n_classes in datasets:
+        corpus = dataset
         n = 40
-        classes = rng.integers(0, 3, size=n)
+        classes = rng.integers(0, n_classes, size=n)
         base = {"id": [str(i) for i in range(n)], "row": np.arange(n), "predicted_class": classes}
         correlation = pd.DataFrame(
             {
@@ -664,7 +667,7 @@ def test_jw_tables_qa_overall_rows_and_per_dataset_epsilon(tmp_path):
                 "epsilon": epsilon,
                 **paths,
             }
-            | ({"qa": True} if dataset == "mine" else {})
+            | ({"qa": True} if dataset in ("babi1", "snli", "mine", "nli") else {})
         )
     tables = write_tables(runs, tmp_path / "out")
     overall = tables["table2"][(tables["table2"]["dataset"] == "babi1")]
@@ -680,7 +683,13 @@ def test_jw_tables_qa_overall_rows_and_per_dataset_epsilon(tmp_path):
     assert (
         set(mine["predicted_class"]) == {ALL_CLASSES} and mine["jw_mean"].isna().all() and (mine["ours_n"] == 40).all()
     )
-    assert set(tables["correlation"].query("dataset == 'mine'")["predicted_class"]) == {0, 1, 2, ALL_CLASSES}
+    assert set(tables["correlation"].query("dataset == 'mine'")["predicted_class"]) == {0, 1, 2, 3, 4, ALL_CLASSES}
+    for per_class in ("snli", "nli"):
+        rows = tables["table2"][tables["table2"]["dataset"] == per_class]
+        assert set(rows["predicted_class"]) == {0, 1, 2} and (rows.groupby("predicted_class")["ours_n"].sum() > 0).all()
+    snli_tau_g = tables["table2"].query("dataset == 'snli' and measure == 'tau_g'").set_index("predicted_class")
+    assert [snli_tau_g.loc[c, "jw_mean"] for c in (0, 1, 2)] == [JW_TABLE2["snli"][c][0][0] for c in (0, 1, 2)]
+    assert tables["table2"].query("dataset == 'nli'")["jw_mean"].isna().all()
     eps = tables["adversarial"].groupby("dataset")["epsilon"].first()
     assert eps["babi1"] == 0.05 and eps["sst"] == 0.01
 

@@ -202,10 +202,29 @@ def overall_rows(frame: pd.DataFrame, options: dict, datasets: list[str]) -> pd.
     return correlation_table(chosen.assign(predicted_class=ALL_CLASSES), options)
 
 
+def pooled_datasets(runs: list[dict], corpora: dict[str, str], correlation: pd.DataFrame) -> list[str]:
+    """The datasets whose Table 2 rows pool every predicted class (:data:`ALL_CLASSES`): the corpora J&W report so
+    (bAbI, CNN: an "all" row in :data:`JW_TABLE2`), and a QA/NLI corpus of J&W's Table 2 layout of its own (a run's
+    ``qa``) with 4 or more classes — J&W's code splits τ by predicted class below 4 (``plot_SP_histogram_by_class``),
+    as their SNLI rows are. Classes: the manifest's label names, else the distinct predicted classes."""
+
+    def n_classes(dataset: str) -> int:
+        manifest = next((r["manifest"] for r in runs if r["dataset"] == dataset and r.get("manifest")), None)
+        predicted = correlation.loc[correlation["dataset"] == dataset, "predicted_class"] if len(correlation) else []
+        return len(label_names(manifest)) or len(set(predicted))
+
+    qa = {r["dataset"] for r in runs if r.get("qa")}
+    return [
+        dataset
+        for dataset, corpus in corpora.items()
+        if ("all" in JW_TABLE2[corpus] if corpus in JW_TABLE2 else dataset in qa and n_classes(dataset) >= 4)
+    ]
+
+
 def table2(correlation: pd.DataFrame, corpora: dict[str, str], pooled=()) -> pd.DataFrame:
     """Our τ_g (BiLSTM, Average) and τ_loo (BiLSTM) per predicted class next to J&W Table 2 (their additive
-    attention; every attention variant of ours with the matching encoder is listed). The ``pooled`` (QA/NLI)
-    datasets have rows of class :data:`ALL_CLASSES` only, compared with J&W's overall numbers."""
+    attention; every attention variant of ours with the matching encoder is listed). The ``pooled`` datasets
+    (:func:`pooled_datasets`) have rows of class :data:`ALL_CLASSES` only, compared with J&W's overall numbers."""
     rows = []
     for dataset, corpus in corpora.items():
         reference = JW_TABLE2.get(corpus, {})
@@ -396,9 +415,7 @@ def write_tables(runs: list[dict], out_dir: str | Path, options: dict | None = N
         "adversarial": adversarial_table(_load(runs, "adversarial"), opts),
     }
     corpora = {r["dataset"]: r.get("corpus", r["dataset"]) for r in runs}
-    # QA/NLI (a run's ``qa``, or a corpus J&W report so): J&W report all instances pooled (their classes are answers)
-    qa = {r["dataset"] for r in runs if r.get("qa")}
-    overall = [d for d, c in corpora.items() if "all" in JW_TABLE2.get(c, {}) or d in qa]
+    overall = pooled_datasets(runs, corpora, tables["correlation"])
     if overall:
         extra = overall_rows(_load([r for r in runs if r["dataset"] in overall], "correlation"), opts, overall)
         tables["correlation"] = pd.concat([tables["correlation"], extra], ignore_index=True)

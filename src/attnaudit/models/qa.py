@@ -148,8 +148,9 @@ class QAModel(AttentionClassifier):
 
     def token_logits(self, hidden: torch.Tensor, query: torch.Tensor | None = None) -> torch.Tensor:
         raise NotImplementedError(
-            "QAModel has a non-linear decoder tanh(W₁p c + W₁q q) (J&W §2): Dec(Σ_t α_t h_t) ≠ Σ_t α_t Dec(h_t), so "
-            "per-token logits (T&Š Eq. 9) and the linear fast paths do not apply; use decode(hidden, alpha, query)"
+            "QAModel has a non-linear decoder tanh(W₁p c + W₁q q) (J&W's code, AttnDecoderQA): "
+            "Dec(Σ_t α_t h_t) ≠ Σ_t α_t Dec(h_t), so per-token logits (T&Š Eq. 9) and the linear fast paths do not "
+            "apply; use decode(hidden, alpha, query)"
         )
 
 
