@@ -30,6 +30,7 @@ from attnaudit.embeddings.pretrained import check_pretrained
 from attnaudit.explorer.plan import expand_plan
 from attnaudit.io import sha256_file, without_defaults
 from attnaudit.importance.options import check_options, declared_defaults, declared_memory_options
+from attnaudit.jain_wallace.options import validity_epsilon
 from attnaudit.modelsheet import (
     ENCODER_FIELDS,
     EXPLICIT_DEFAULTS,
@@ -618,10 +619,12 @@ def jw_table_options(dataset):
 
 
 def jw_heatmap_options(dataset):
-    """The options J&W's heatmaps job of ``dataset`` reads (its own and the ε of the adversarial search it shows), as
-    its --options JSON."""
+    """The options J&W's heatmaps job of ``dataset`` reads (its own and the ε within which the adversaries it shows
+    are valid), as its --options JSON."""
     options = jw_dataset_options(dataset)
-    return as_json({"heatmaps": options["heatmaps"], "adversarial": {"epsilon": options["adversarial"]["epsilon"]}})
+    return as_json(
+        {"heatmaps": options["heatmaps"], "adversarial": {"epsilon": validity_epsilon(options["adversarial"])}}
+    )
 
 
 def jw_figure_models(dataset):
@@ -640,7 +643,7 @@ def jw_runs(dataset):
         run.update({"seed": spec["seed"], "selection": spec.get("selection", "best"), "variant": spec["variant"]})
         run.update({audit.removeprefix("jw_"): jw_audit_path(dataset, model, audit) for audit in JW_AUDITS})
         run["metrics"] = f"{model_dir(dataset, model)}/metrics.json"
-        run["epsilon"] = jw_dataset_options(dataset)["adversarial"]["epsilon"]
+        run["epsilon"] = validity_epsilon(jw_dataset_options(dataset)["adversarial"])
         run.update({"qa": True} if is_qa(dataset) else {})  # only then: a classifier's tables keep their params
         runs.append(run)
     return runs

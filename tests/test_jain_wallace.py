@@ -156,6 +156,26 @@ def test_adversary_never_reports_an_invalid_adversary(planted_dataset, planted_m
         assert adv.valid.float().mean() > 0.5  # the search does find adversaries
 
 
+def test_valid_epsilon_moves_the_validity_threshold_not_the_search(planted_dataset, planted_model_dir):
+    """``valid_epsilon`` (J&W's code: search within 0.01, Figs. 4–5 from the adversaries within 0.05) changes which
+    adversaries count, never the adversaries the search finds."""
+    from attnaudit.auditing import iterate_chunk, load_audit_inputs
+
+    inputs = load_audit_inputs(planted_dataset / "dataset", planted_model_dir, "test")
+    _, batch = next(iterate_chunk(inputs, 32))
+    with torch.no_grad():
+        out = inputs.model(batch)
+    args = (inputs.model, out.hidden, out.query, out.attention, out.probs, batch.mask, batch_seeds(0, batch.ids))
+    strict = find_adversaries(*args, k=3, epsilon=0.001, steps=40)
+    loose = find_adversaries(*args, k=3, epsilon=0.001, steps=40, valid_epsilon=0.05)
+    for field in ("attention", "probs", "tvd", "jsd"):
+        torch.testing.assert_close(getattr(loose, field), getattr(strict, field), rtol=0, atol=0)
+    assert torch.equal(strict.valid, strict.tvd.double() <= 0.001)
+    assert torch.equal(loose.valid, loose.tvd.double() <= 0.05)
+    assert loose.valid.sum() > strict.valid.sum()  # the looser threshold counts adversaries the strict one does not
+    assert (epsilon_max_jsd(loose) >= epsilon_max_jsd(strict)).all()
+
+
 # -- the audit runner: sharding, outputs ---------------------------------------------------------------------
 
 

@@ -118,7 +118,7 @@ def _audit(args) -> None:
 
 
 def _heatmaps(args) -> None:
-    from attnaudit.jain_wallace.options import resolve
+    from attnaudit.jain_wallace.options import resolve, validity_epsilon
 
     opts = resolve(_json(args.options))
     _run(
@@ -131,7 +131,7 @@ def _heatmaps(args) -> None:
         args.out,
         n=opts["heatmaps"]["n_per_model"],
         how=opts["heatmaps"]["select"],
-        epsilon=opts["adversarial"]["epsilon"],
+        epsilon=validity_epsilon(opts["adversarial"]),
         seed=args.seed,
         manifest=args.manifest,
     )

@@ -18,7 +18,10 @@ summed loss gives each instance exactly the gradient it would get alone and Adam
 search equals per-instance searches (tested against :mod:`attnaudit.jain_wallace.reference`).
 
 Afterwards (Alg. 3) each adversary's Δŷ = TVD(ŷ⁽ⁱ⁾, ŷ) and JSD(α⁽ⁱ⁾, α̂) are recomputed from the final α⁽ⁱ⁾; an
-adversary is *valid* only if that Δŷ ≤ ε, and ε-max JSD = max over valid adversaries of their JSD. When none is
+adversary is *valid* only if that Δŷ ≤ ε, and ε-max JSD = max over valid adversaries of their JSD. The paper uses
+one ε for both (§4.2.2; Fig. 4: "|ŷadv − ŷ| < ε"); J&W's code searches within 0.01 (classification) or 0.005 (QA,
+its L1 budget 0.01) and draws Figs. 4–5 from the adversaries within 0.05 (``plot_multi_adversarial``):
+``valid_epsilon`` sets the validity threshold apart from the search's. When none is
 valid it is 0 (Alg. 3's indicator) or NaN (``no_valid: nan``); ``n_valid`` tells these cases apart.
 JSD is in nats (≤ ln 2).
 """
@@ -45,7 +48,7 @@ class Adversaries:
     probs: torch.Tensor  # [B, k, C]
     tvd: torch.Tensor  # [B, k]  Δŷ⁽ⁱ⁾ = TVD(ŷ⁽ⁱ⁾, ŷ)
     jsd: torch.Tensor  # [B, k]  JSD(α⁽ⁱ⁾, α̂)
-    valid: torch.Tensor  # [B, k]  Δŷ⁽ⁱ⁾ ≤ ε
+    valid: torch.Tensor  # [B, k]  Δŷ⁽ⁱ⁾ ≤ ε (or the validity threshold, valid_epsilon)
 
 
 @contextlib.contextmanager
@@ -149,8 +152,10 @@ def find_adversaries(
     lr=0.01,
     amsgrad=True,
     init_scale=3.0,
+    valid_epsilon=None,
 ) -> Adversaries:
-    """Algorithm 3 for a batch: optimise ``[B, k, T]`` logits with Adam, then score the final distributions."""
+    """Algorithm 3 for a batch: optimise ``[B, k, T]`` logits with Adam, then score the final distributions (valid:
+    Δŷ ≤ ``valid_epsilon``, or ``epsilon`` when None)."""
     hidden, alpha_hat, probs_hat = hidden.detach(), alpha_hat.detach(), probs_hat.detach()
     mask = support[:, None, :]
     theta = initial_logits(seeds, k, support.shape[1], init_scale).to(hidden)
@@ -180,7 +185,8 @@ def find_adversaries(
         probs = torch.softmax(model.decode(hidden, alpha, query), dim=-1)
         delta = tvd(probs, probs_hat[:, None, :])
         divergence = jsd(alpha, alpha_hat[:, None, :])
-    return Adversaries(alpha, probs, delta, divergence, delta.double() <= epsilon)  # what is stored is what is checked
+    valid = delta.double() <= (epsilon if valid_epsilon is None else valid_epsilon)  # what is stored is what is checked
+    return Adversaries(alpha, probs, delta, divergence, valid)
 
 
 def epsilon_max_jsd(adv: Adversaries, no_valid: str = "zero") -> torch.Tensor:
@@ -211,6 +217,7 @@ def adversarial_batch(model, batch, ctx: Context) -> dict:
         lr=options["lr"],
         amsgrad=options["amsgrad"],
         init_scale=options["init_scale"],
+        valid_epsilon=options["valid_epsilon"],
     )
     eps_max = epsilon_max_jsd(adv, options["no_valid"])
     # the adversary shown in heatmaps: the valid one with the largest JSD (index −1 when none is valid)

@@ -23,6 +23,9 @@ DEFAULTS: dict = {
     "adversarial": {
         "k": 5,  # adversarial distributions per instance (J&W Eq. 1)
         "epsilon": 0.01,  # TVD budget, 0.01 for classification (J&W §4.2.2)
+        # Δŷ an adversary may keep and count as valid in ε-max JSD (Alg. 3); null: epsilon, the paper's one ε.
+        # J&W's code searches within epsilon and draws Figs. 4–5 from the adversaries within 0.05
+        "valid_epsilon": None,
         "lambda": 500.0,  # penalty weight on max(0, TVD − ε) (J&W fn. 7)
         "steps": 500,  # Adam steps (J&W's code)
         "lr": 0.01,  # Adam learning rate (J&W's code)
@@ -42,6 +45,12 @@ DEFAULTS: dict = {
         "select": "max_jsd",  # max_jsd: highest ε-max JSD; random: a seeded sample of instances with an adversary
     },
 }
+
+
+def validity_epsilon(adversarial: dict) -> float:
+    """The Δŷ below which an adversary is valid (Alg. 3's indicator): ``valid_epsilon``, else the search's ε."""
+    valid = adversarial.get("valid_epsilon")
+    return adversarial["epsilon"] if valid is None else valid
 
 
 def resolve(options: dict | None) -> dict:
