@@ -112,6 +112,33 @@ def test_jain_wallace_summary(tmp_path):
     assert s["missing"] == [] and json.loads((tmp_path / "s.json").read_text()) == json.loads(json.dumps(s))
 
 
+@pytest.mark.parametrize("confidence", [0.9, 0.95])
+def test_the_cards_state_the_confidence_level_of_their_intervals(tmp_path, confidence):
+    """``cards.confidence`` sets the bootstrap level; the rule that uses it and the cards' column say that level,
+    and a section without intervals has no CI column."""
+    rng = np.random.default_rng(1)
+    corr = pd.DataFrame({k: rng.normal(0.3, 0.1, 50) for k in ("tau_attention_loo", "tau_gradient_loo")})
+    corr.to_parquet(tmp_path / "correlation.parquet")
+    inputs = {"correlation": str(tmp_path / "correlation.parquet")}
+    summary = run_summary("jain_wallace", inputs, "d", "m", _options(confidence=confidence), str(tmp_path / "s.json"))
+    x = corr["tau_attention_loo"]
+    assert summary["numbers"][0]["ci"] == list(bootstrap_ci(x, n_resamples=200, confidence=confidence, seed=0))
+    assert f"upper {100 * confidence:g} % CI bound" in summary["checks"][0]["rule"]
+    metrics = tmp_path / "metrics.json"
+    metrics.write_text(json.dumps({"test": {"accuracy": 0.8, "macro_f1": 0.79, "per_class_f1": [0.7, 0.88]}}))
+    plain = Path(_summary_file(tmp_path, "b", "B", True))  # a section whose numbers have no interval
+    no_ci = json.loads(plain.read_text())
+    no_ci["numbers"][0]["ci"] = None
+    plain.write_text(json.dumps(no_ci))
+    summaries = {"jain_wallace": str(tmp_path / "s.json"), "b": str(plain)}
+    run_card("d", "m", str(metrics), summaries, tmp_path / "c.json", tmp_path / "c.html", tmp_path / "c.md")
+    heading = f"value [{100 * confidence:g} % CI]"
+    html, md = (tmp_path / "c.html").read_text(), (tmp_path / "c.md").read_text()
+    for rendered, shown in ((html, heading), (md, heading.replace("[", "\\[").replace("]", "\\]"))):
+        assert rendered.count(shown) == 1  # the J&W section's column; section b's reads "value"
+        assert confidence == 0.95 or "95 %" not in rendered
+
+
 def test_saliency_summary_ranks_attention(tmp_path):
     rows = []
     comp = {"attention": 0.3, "gradient": 0.5, "loo": 0.1, "random": 0.05}  # attention 2nd of 4
@@ -182,6 +209,10 @@ def test_wiegreffe_pinter_and_tutek_snajder_summaries(tmp_path):
     fragility.write_text(json.dumps({"trained": {"macro_f1": 0.8, "positive_f1": None}, "delta": deltas}))
     s = run_summary("tutek_snajder", inputs, "d", "m", _options(fragility_points=1.0), str(tmp_path / "ts.json"))
     assert [c["passed"] for c in s["checks"]] == [False]  # three classes, macro-F1: −0.4 points, barely matters
+    assert s["missing"] == []  # no mutual information declared (a concat or dot-attention model): nothing missing
+    with_mi = {**inputs, "mutual_information": str(tmp_path / "absent_mi.json")}
+    s = run_summary("tutek_snajder", with_mi, "d", "m", _options(fragility_points=1.0), str(tmp_path / "ts.json"))
+    assert s["missing"] == ["mutual information"]
 
 
 def test_an_adversarys_summary_holds_its_imitation_numbers(tmp_path):

@@ -10,8 +10,8 @@ numbers with a rule it states, and each is *pass* (evidence that attention expla
 - otherwise: "mixed evidence".
 
 The verdict line is that label, ``(p of d checks pass)``, then every decided check's text, so the line can be
-traced to the numbers above it; audits expected but missing are named after it. The card never names a stage:
-it renders each summary's own title, numbers and citations.
+traced to the numbers above it; audits expected but missing are named after it. The card renders each summary's
+own title, numbers and citations; it names a stage only when that stage's summary file is missing.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ VERDICT_RULE = (
     "Each audit contributes checks computed from its numbers by the rule it states: pass (evidence that attention "
     "explains the prediction), fail (evidence against) or undetermined. With p passes among d decided checks: "
     "p/d ≥ 2/3 → 'attention reads as an explanation'; p/d ≤ 1/3 → 'attention does not read as an explanation'; "
-    "otherwise 'mixed evidence'; d = 0 → 'undetermined'."
+    "otherwise 'mixed evidence'; d = 0 → 'undetermined'. The rules' thresholds are attnaudit's (the cards options), "
+    "not the papers': the papers report these quantities without pass/fail cut-offs."
 )
 
 

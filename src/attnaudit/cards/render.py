@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from html import escape
 
+from attnaudit.cards.summary import level
 from attnaudit.tables import markdown_cell as md
 
 #: Unicode's first-strong isolate and its pop: in plain text (markdown), a right-to-left class name between them keeps
@@ -36,6 +37,13 @@ def fmt_number(n: dict) -> str:
     return text
 
 
+def value_heading(section: dict) -> str:
+    """The numbers' column heading: with the level of their bootstrap CIs when any has one."""
+    if section.get("confidence") is None or not any(n.get("ci") for n in section["numbers"]):
+        return "value"
+    return f"value [{level(section['confidence'])} CI]"
+
+
 def check_state(c: dict) -> str:
     return "undetermined" if c["passed"] is None else ("pass" if c["passed"] else "fail")
 
@@ -60,7 +68,7 @@ def card_html(card: dict) -> str:
     for s in card["sections"]:
         parts.append(f"<h2>{e(s['title'])}</h2><p class='cite'>{e(s['citation'])}</p>")
         if s["numbers"]:
-            parts.append("<table><tr><th>measure</th><th>value [95 % CI]</th><th>source</th></tr>")
+            parts.append(f"<table><tr><th>measure</th><th>{e(value_heading(s))}</th><th>source</th></tr>")
             parts += [
                 f"<tr><td>{e(n['label'])}</td><td>{e(fmt_number(n))}</td><td class='cite'>{e(n['citation'])}</td></tr>"
                 for n in s["numbers"]
@@ -101,7 +109,7 @@ def card_markdown(card: dict) -> str:
     for s in card["sections"]:
         lines += ["", f"## {md(s['title'])}", "", f"*{md(s['citation'])}*", ""]
         if s["numbers"]:
-            lines += ["| measure | value [95 % CI] | source |", "|---|---|---|"]
+            lines += [f"| measure | {md(value_heading(s))} | source |", "|---|---|---|"]
             lines += [f"| {md(n['label'])} | {md(fmt_number(n))} | {md(n['citation'])} |" for n in s["numbers"]]
             lines.append("")
         lines += [f"- **{check_state(c)}**: {md(c['text'])} (rule: {md(c['rule'])})" for c in s["checks"]]

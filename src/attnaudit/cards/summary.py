@@ -100,6 +100,11 @@ def share(key, label, fraction, citation="") -> dict:
     return number(key, label, 100 * fraction, unit="%", digits=1, citation=citation, headline=True)
 
 
+def level(confidence: float) -> str:
+    """A confidence level as the cards write it: 0.95 → "95 %"."""
+    return f"{100 * confidence:g} %"
+
+
 def percent(fraction: float) -> str:
     """A share as a check's text shows it: one decimal, so 99.6 % does not read as 100 %."""
     return f"{100 * fraction:.1f} %"
@@ -115,7 +120,10 @@ def check(key, text, rule, passed, citation="") -> dict:
     }
 
 
-def make_summary(stage, title, citation, dataset, model, numbers, checks, missing=(), n_instances=None) -> dict:
+def make_summary(
+    stage, title, citation, dataset, model, numbers, checks, missing=(), n_instances=None, confidence=None
+) -> dict:
+    """``confidence``: the level of the numbers' bootstrap CIs (``cards.confidence``), when any has one."""
     return {
         "stage": stage,
         "title": title,
@@ -123,6 +131,7 @@ def make_summary(stage, title, citation, dataset, model, numbers, checks, missin
         "dataset": dataset,
         "model": model,
         "n_instances": n_instances,
+        "confidence": confidence,
         "numbers": list(numbers),
         "checks": list(checks),
         "missing": list(missing),

@@ -4,7 +4,7 @@ Alg. 1) with bootstrap 95 % CIs over instances; permutation (§4.2.1, Alg. 2) an
 
 from __future__ import annotations
 
-from attnaudit.cards.summary import bootstrap_ci, check, existing, make_summary, number, percent, share
+from attnaudit.cards.summary import bootstrap_ci, check, existing, level, make_summary, number, percent, share
 from attnaudit.io import read_parquet
 
 TITLE = "Jain & Wallace (2019): attention vs gradients and LOO, permuted and adversarial attention"
@@ -41,7 +41,8 @@ def summary(inputs: dict, *, dataset: str, model: str, options: dict) -> dict:
                     "jw_tau",
                     f"τ(attention, LOO) {means['tau_attention_loo']:.2f} vs τ(gradient, LOO) "
                     f"{means['tau_gradient_loo']:.2f}",
-                    "pass if the upper 95 % CI bound of mean τ(attention, LOO) reaches mean τ(gradient, LOO)",
+                    f"pass if the upper {level(options['confidence'])} CI bound of mean τ(attention, LOO) reaches mean "
+                    "τ(gradient, LOO)",
                     ok,
                     "J&W §4.1",
                 )
@@ -103,4 +104,6 @@ def summary(inputs: dict, *, dataset: str, model: str, options: dict) -> dict:
         n = n or len(adv)
     else:
         missing.append("adversarial")
-    return make_summary("jain_wallace", TITLE, "Jain & Wallace (2019) §4", dataset, model, numbers, checks, missing, n)
+    citation = "Jain & Wallace (2019) §4"
+    confidence = options["confidence"]
+    return make_summary("jain_wallace", TITLE, citation, dataset, model, numbers, checks, missing, n, confidence)

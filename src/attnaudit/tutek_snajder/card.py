@@ -49,6 +49,8 @@ def summary(inputs: dict, *, dataset: str, model: str, options: dict) -> dict:
                         citation="T&Š §3.4, Table 2",
                     )
                 )
+    elif inputs.get("mutual_information"):  # declared for this model, but absent
+        missing.append("mutual information")
     if path := existing(inputs, "token_probability"):
         frame = read_parquet(path)
         n = len(frame)

@@ -136,7 +136,9 @@
     card.sections.forEach(function (s) {
       var sec = el("div", { "class": "card-section" }, [el("h3", { text: s.title }), el("div", { "class": "cite", text: s.citation })]);
       if (s.numbers.length) {
-        var t = el("table", {}, [el("tr", {}, [el("th", { text: "measure" }), el("th", { text: "value [95 % CI]" }), el("th", { text: "source" })])]);
+        var withCI = s.confidence !== null && s.confidence !== undefined && s.numbers.some(function (n) { return n.ci; });
+        var heading = withCI ? "value [" + String(Math.round(s.confidence * 1e6) / 1e4) + " % CI]" : "value";  // render.py's value_heading
+        var t = el("table", {}, [el("tr", {}, [el("th", { text: "measure" }), el("th", { text: heading }), el("th", { text: "source" })])]);
         s.numbers.forEach(function (n) {
           var d = n.digits === undefined ? 3 : n.digits;
           var v = fmt(n.value, d) + (n.unit ? " " + n.unit : "") + (n.ci ? " [" + fmt(n.ci[0], d) + ", " + fmt(n.ci[1], d) + "]" : "");
