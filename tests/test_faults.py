@@ -167,7 +167,7 @@ def test_a_user_nli_corpus_plans_jws_qa_models_and_no_stage_that_needs_a_classif
     cfg = user_config(path, text_column="premise", query_column="hypothesis", label_column="gold")
     cfg["datasets"]["mine"]["train"] = {"decoder_hidden": 17}
     planned = " ".join(shell_commands(tmp_path, cfg, "train") + shell_commands(tmp_path, cfg, "jain-wallace tables"))
-    assert '"decoder_hidden": 17' in planned and '"qa": true' in planned  # J&W's Table 2 pools its instances
+    assert '"decoder_hidden": 17' in planned and '"qa": true' in planned  # a QA/NLI corpus: J&W's QA tables
     swapped = "the query (query_column 'premise') is longer than its passage (text_column 'hypothesis') in 100% of"
     assert swapped not in (proc := dry_run(tmp_path, cfg)).stderr and proc.returncode == 0, proc.stderr[-3000:]
     entry = cfg["corpora"]["user"]["mine"]

@@ -317,6 +317,26 @@ def qa_model(encoder="lstm", attention="additive", candidates=(), num_classes=5,
     return QAModel(cfg, torch.randn(30, 8)).eval()
 
 
+@pytest.mark.parametrize("encoder", ["lstm", "average", "cnn"])
+def test_qa_decoder_is_half_the_encoder_output_unless_set(encoder):
+    """J&W's code (``AttnDecoderQA``): W₁p, W₁q map the encoder's output m to m // 2 (the BiLSTM's: lstm_hidden);
+    ``decoder_hidden`` sets it; a non-LSTM QA model does not read lstm_hidden (the model sheet's fields)."""
+    from attnaudit.modelsheet import fields_read
+
+    model = qa_model(encoder)
+    m = model.hidden_dim
+    assert model.w_passage.weight.shape == model.w_query.weight.shape == (m // 2, m)
+    assert model.output.weight.shape == (5, m // 2)
+    if encoder == "lstm":
+        assert m // 2 == model.cfg.lstm_hidden
+    torch.manual_seed(0)
+    wide = QAModel(QAConfig(**{**vars(model.cfg), "decoder_hidden": 7}), torch.randn(30, 8))
+    assert wide.w_passage.weight.shape == (7, m)
+    spec = {"encoder": encoder, "lstm_hidden": 9, "average_hidden": 12, "decoder_hidden": 7, "cnn_filters": 3}
+    read = fields_read(spec, qa=True)
+    assert read["decoder_hidden"] == 7 and ("lstm_hidden" in read) == (encoder == "lstm")
+
+
 def qa_batch(seed=0, n=4):
     rng = np.random.default_rng(seed)
     passages = [np.array([2, *rng.integers(4, 30, size=int(rng.integers(3, 9))), 3]) for _ in range(n)]

@@ -72,14 +72,15 @@ EXPLICIT_DEFAULTS = {
 }
 #: fields that choose an epoch of a training run or name its model, not how it trains (if no ``patience`` stops it)
 SELECTION_FIELDS = ("variant", "selection", "selection_metric", "patience")
-#: training fields that only one encoder reads; a QA/NLI model also reads decoder_hidden (lstm_hidden if unset)
+#: training fields that only one encoder reads; a QA/NLI model also reads decoder_hidden (if unset, half its encoder's
+#: output size)
 ENCODER_FIELDS = {
     "lstm": ("lstm_hidden", "lstm_layers"),
     "cnn": ("cnn_kernels", "cnn_filters"),
     "average": ("average_hidden",),
     "mlp": ("mlp_hidden",),
 }
-QA_FIELDS = ("decoder_hidden", "lstm_hidden")
+QA_FIELDS = ("decoder_hidden",)
 #: training fields only attention with parameters reads (uniform and guided attention learn none)
 LEARNED_ATTENTION_FIELDS = ("attention_weight_decay",)
 UNLEARNED_ATTENTION = ("uniform", "guided")

@@ -32,7 +32,8 @@ from attnaudit.models.encoders import build_encoder
 class QAConfig(ModelConfig):
     """A :class:`ModelConfig` plus the QA fields. ``candidate_ids``: the vocabulary id of each class's answer word
     (a class is a candidate of an instance when its word occurs in the passage; CNN), or empty (every class is a
-    candidate: bAbI's all-ones mask, SNLI). ``decoder_hidden``: the width of W₁ (J&W: the encoder's hidden size)."""
+    candidate: bAbI's all-ones mask, SNLI). ``decoder_hidden``: the width of W₁; None: half the encoder's output
+    size, as J&W's code's ``AttnDecoderQA`` (the BiLSTM's: lstm_hidden)."""
 
     kind: str = "qa"
     candidate_ids: tuple[int, ...] = ()
@@ -56,7 +57,8 @@ class QAModel(AttentionClassifier):
 
     def __init__(self, cfg: QAConfig, embeddings: torch.Tensor | None = None):
         super().__init__(cfg, embeddings)
-        dim, width = self.hidden_dim, cfg.decoder_hidden or cfg.lstm_hidden
+        dim = self.hidden_dim
+        width = cfg.decoder_hidden or max(1, dim // 2)
         self.query_embedding = nn.Embedding(cfg.vocab_size, cfg.embedding_dim, padding_idx=cfg.pad_index)
         if embeddings is not None:  # J&W: two encoders, each with its own embedding layer, same initialisation
             with torch.no_grad():
