@@ -1116,21 +1116,24 @@ def manifest_path(dataset):
 
 
 def explorer_plan():
-    """The explorer rule's parameter: path templates per stage and, per model, the stages whose per-instance files
-    apply (attnaudit.explorer.plan; full path lists would outgrow one shell argument on a large grid)."""
+    """The explorer rule's parameter: path templates per stage and, per model, the stages that summarise it (their
+    per-instance files, where a stage has some, and their summaries, which a partial card reads when the card is
+    missing: attnaudit.explorer.plan; full path lists would outgrow one shell argument on a large grid)."""
     templates = {s: spec["explorer"]("{dataset}", "{model}") for s, spec in CARD_SUMMARIES.items() if spec["explorer"]}
     templates["model"] = {
         "card": card_path("{dataset}", "{model}", "json"),
         "predictions": f"{model_dir('{dataset}', '{model}')}/predictions.parquet",
         "examples": "results/datasets/{dataset}/examples.parquet",
         "manifest": "results/corpora/{corpus}/manifest.json",
+        "metrics": f"{model_dir('{dataset}', '{model}')}/metrics.json",
     }
+    templates["summary"] = summary_path("{stage}", "{dataset}", "{model}")
     models = [
         {
             "dataset": d,
             "model": m,
             "corpus": corpus_of(d),
-            "stages": [s for s, spec in CARD_SUMMARIES.items() if spec["explorer"] and m in spec["models"](d)],
+            "stages": [s for s, spec in CARD_SUMMARIES.items() if m in spec["models"](d)],
         }
         for d in DATASETS
         for m in model_ids(d)
@@ -1149,6 +1152,15 @@ def explorer_inputs():
         files += [entry["card"], entry["predictions"], entry["examples"], entry["manifest"]]
         files += [source["path"] for source in entry["sources"]]
     return list(dict.fromkeys(files))
+
+
+def explorer_partial_inputs():
+    """The explorer's inputs and each card's summaries and metrics that exist now: ``explorer_partial`` reads only
+    these, so what a run that stopped part way left out is shown as missing, not built."""
+    files = explorer_inputs()
+    for entry in explorer_models():
+        files += [entry["metrics"], *entry["summaries"].values()]
+    return [path for path in dict.fromkeys(files) if os.path.exists(path)]
 
 
 def cards_targets():

@@ -28,3 +28,18 @@ rule explorer:
     shell:
         "python -m attnaudit explorer build --models {params.plan:q} --split {params.split}"
         " --options {params.options:q} --out-dir {output:q} > {log:q} 2>&1"
+
+
+
+# After a run that stopped part way (a failed job; `--keep-going` finishes the others): the explorer over the files
+# that exist, in results/explorer-partial; a model without its card gets one from its summaries that exist, the
+# missing audits named. Not part of `all`: `snakemake --cores all explorer_partial`.
+use rule explorer as explorer_partial with:
+    input:
+        lambda wildcards: explorer_partial_inputs(),
+    output:
+        directory("results/explorer-partial"),
+    log:
+        "logs/explorer/explorer-partial.log",
+    benchmark:
+        "benchmarks/explorer/explorer-partial.tsv"

@@ -126,3 +126,9 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def read_js(path: Path):
+    """The object an explorer data file assigns (``...data["key"]=OBJ;``)."""
+    text = path.read_text(encoding="utf-8")
+    return json.loads(text[text.index("]=") + 2 : text.rindex(";")])

@@ -14,18 +14,12 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from synthetic_results import make_results
+from synthetic_results import make_results, read_js
 
 from attnaudit.cards.card import build_card, run_card, verdict
 from attnaudit.cards.render import card_markdown
 from attnaudit.cards.summary import DEFAULTS, bootstrap_ci, run_summary
 from attnaudit.explorer.build import build_site, overlay_scores, rounded
-
-
-def read_js(path):
-    """The object a data file assigns (``...data["key"]=OBJ;``)."""
-    text = path.read_text()
-    return json.loads(text[text.index("]=") + 2 : text.rindex(";")])
 
 
 # -- bootstrap -----------------------------------------------------------------------------------------------------
@@ -368,6 +362,12 @@ def test_explorer_plan_expands_templates():
     assert first["card"] == "cards/d/m-s0.json" and first["manifest"] == "corpora/c/manifest.json"
     assert [s["path"] for s in first["sources"]] == ["imp/d/m-s0/gradient.parquet", "adv/d/m-s0.parquet"]
     assert second["sources"] == [] and plan["templates"]["b"][0]["path"].startswith("imp/{dataset}")
+    assert "summaries" not in first  # no summary template: no partial cards
+    plan["templates"]["summary"] = "summaries/{stage}/{dataset}/{model}.json"
+    plan["models"][1]["stages"] = ["c"]  # a stage with a summary and no per-instance files
+    first, second = expand_plan(plan)
+    assert first["summaries"] == {"a": "summaries/a/d/m-s0.json", "b": "summaries/b/d/m-s0.json"}
+    assert second["summaries"] == {"c": "summaries/c/d/u-s0.json"} and second["sources"] == []
 
 
 def test_card_markdown_keeps_hostile_text_literal(tmp_path):

@@ -21,6 +21,7 @@ import torch
 import yaml
 from conftest import REPO, mirror_dir, pipeline_trace, snakemake
 from opened_files import Trace, job_reads, skip_without_strace, undeclared_reads
+from synthetic_results import read_js
 
 from attnaudit.job_costs import collect, read_dag, read_summary
 from attnaudit.modelsheet import sheet
@@ -424,6 +425,44 @@ def test_the_report_bundles_every_table_figure_and_card_with_its_caption(pipelin
     pages = [p for p in site.rglob("*") if p.is_file() and p.name != ".snakemake_timestamp"]  # Snakemake's own
     loaded = {str(bundled / p.relative_to(site)) for p in pages}
     assert loaded <= members, sorted(loaded - members)[:5]
+
+
+def test_a_run_that_stopped_part_way_still_gets_an_explorer(pipeline_run, tmp_path):
+    """One model's adversarial audit failed (its audit, summary and card never written; the run went on with
+    ``--keep-going``): ``explorer_partial`` builds nothing that is missing, lists every model, and gives that model a
+    card from the summaries it has, naming the missing audit (the full ``explorer`` would wait for it)."""
+    shared, config = pipeline_run
+    workdir = tmp_path / "copy"
+    shutil.copytree(shared, workdir, symlinks=True)
+    dataset, model = "sst_small", "lstm-additive-base-s0"
+    lost = [
+        workdir / f"results/audits/{dataset}/{model}/jw_adversarial.parquet",
+        workdir / f"results/summaries/jain_wallace/{dataset}/{model}.json",
+        *(workdir / f"results/cards/{dataset}/{model}.{ext}" for ext in ("json", "html", "md")),
+    ]
+    for path in lost:
+        path.unlink()
+    assert {rule for rule, _ in jobs_of(snakemake(workdir, "-n", "explorer_partial", config=config).stdout)} == {
+        "explorer_partial"
+    }
+    snakemake(workdir, "--cores", "2", "explorer_partial", config=config)
+    assert not any(path.exists() for path in lost)
+    site = workdir / "results/explorer-partial"
+    index = read_js(site / "data/index.js")
+    cfg = yaml.safe_load(config.read_text())
+    expected = {(d, m) for d, entry in cfg["datasets"].items() for m in sheet(d, entry)}
+    assert {(e["dataset"], e["model"]) for e in index["models"]} == expected
+    entry = next(e for e in index["models"] if (e["dataset"], e["model"]) == (dataset, model))
+    assert any("jw_adversarial.parquet" in m for m in entry["missing"]) and any(
+        "audit card" in m for m in entry["missing"]
+    )
+    assert entry["n_instances"] > 0 and entry["card"]["missing"] == [
+        f"jain_wallace (no summary file results/summaries/jain_wallace/{dataset}/{model}.json)"
+    ]
+    assert [s["stage"] for s in entry["card"]["sections"]] == ["saliency"]  # B&F's summary was written
+    assert "Missing audits" in (site / f"cards/{dataset}/{model}.html").read_text(encoding="utf-8")
+    others = [e for e in index["models"] if (e["dataset"], e["model"]) != (dataset, model)]
+    assert all(e["card"] and not any("audit card" in m for m in e.get("missing", [])) for e in others)
 
 
 def test_a_second_experiment_keeps_the_first_ones_tables(pipeline_run, tmp_path):

@@ -191,9 +191,26 @@ def build_model(entry: dict, examples: pd.DataFrame, out: Path, split: str, opti
     }
 
 
+def partial_card(entry: dict, label_names: list[str], out_json: Path) -> dict:
+    """The card of a model whose card a run that stopped part way did not write: from the summaries that exist (each
+    missing one named under *Missing audits*), saved as JSON, HTML and Markdown."""
+    from attnaudit.cards.card import build_card
+    from attnaudit.cards.render import card_html, card_markdown
+
+    metrics = entry.get("metrics") or "metrics.json (not given)"
+    card = build_card(entry["dataset"], entry["model"], metrics, entry["summaries"], None, label_names)
+    out_json.parent.mkdir(parents=True, exist_ok=True)
+    out_json.write_text(json.dumps(card, ensure_ascii=False, indent=1), encoding="utf-8")
+    out_json.with_suffix(".html").write_text(card_html(card), encoding="utf-8")
+    out_json.with_suffix(".md").write_text(card_markdown(card), encoding="utf-8")
+    return card
+
+
 def build_site(models: list[dict], out_dir: str | Path, *, split: str = "test", options: dict | None = None) -> dict:
     """Write the whole site into ``out_dir`` (replaced). A model whose files are missing (a partial run) is listed
-    with what is missing; it never stops the others."""
+    with what is missing; it never stops the others. A model without its card whose entry names its summaries
+    (a plan's ``summary`` template) gets a partial card from the summaries that exist, the others named missing,
+    written beside the site (``cards/{dataset}/{model}.{json,html,md}``)."""
     options = merged_options("explorer", DEFAULTS, options)
     out = Path(out_dir)
     tmp = out.with_name(out.name + ".tmp")
@@ -211,13 +228,18 @@ def build_site(models: list[dict], out_dir: str | Path, *, split: str = "test", 
         manifest = entry.get("manifest")
         if d not in label_names:
             label_names[d] = read_json(manifest).get("label_names") if manifest and Path(manifest).exists() else []
+        partial = None
+        if card is None and "summaries" in entry:
+            partial = tmp / "cards" / d / f"{m}.json"
+            card = partial_card(entry, label_names[d], partial)
         try:
             index_entry = build_model(entry, examples(entry["examples"]), tmp / "data" / d / m, split, options)
         except (FileNotFoundError, OSError) as err:
             log.warning("%s/%s: no instance data (%s)", d, m, err)
             index_entry = {"dataset": d, "model": m, "n_instances": 0, "n_pages": 0, "missing": [str(err)]}
-        if card is None:
-            index_entry["missing"] = [*index_entry.get("missing", []), f"audit card {entry['card']}"]
+        if card is None or partial is not None:
+            instead = f" (a partial card from the summaries that exist: {partial.relative_to(tmp)})" if partial else ""
+            index_entry["missing"] = [*index_entry.get("missing", []), f"audit card {entry['card']}{instead}"]
         index_entry |= {"card": card, "headline": headline(card)}
         entries.append(index_entry)
         log.info("%s/%s: %d instances, %d pages", d, m, index_entry["n_instances"], index_entry["n_pages"])

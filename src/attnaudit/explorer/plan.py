@@ -37,7 +37,7 @@ def check_models(models) -> None:
     for i, spec in enumerate(models["models"]):
         _require(f"models[{i}]", spec, PLAN_MODEL_KEYS)
         unknown = [stage for stage in spec["stages"] if stage not in models["templates"]]
-        if unknown:
+        if unknown and "summary" not in models["templates"]:  # a stage without per-instance files has its summary
             raise AttnauditError(
                 f"explorer --models: models[{i}].stages: {unknown[0]!r} has no template; the plan's templates are "
                 f"{', '.join(models['templates'])}"
@@ -45,9 +45,10 @@ def check_models(models) -> None:
 
 
 def expand_plan(plan: dict) -> list[dict]:
-    """``{templates: {"model": {card, predictions, examples, manifest}, <stage>: [source]}, models: [{dataset,
-    model, corpus, stages}]}`` → one entry per model: ``{dataset, model, card, predictions, examples, manifest,
-    sources}`` (sources de-duplicated by path, first stage first)."""
+    """``{templates: {"model": {card, predictions, examples, manifest, metrics?}, <stage>: [source], summary?},
+    models: [{dataset, model, corpus, stages}]}`` → one entry per model: ``{dataset, model, card, predictions,
+    examples, manifest, metrics?, sources, summaries?}`` (sources de-duplicated by path, first stage first;
+    ``summaries``: stage → the stage's summary of the model, from the ``summary`` template with ``{stage}``)."""
     entries = []
     for spec in plan["models"]:
         values = {"dataset": spec["dataset"], "model": spec["model"], "corpus": spec.get("corpus", "")}
@@ -60,5 +61,8 @@ def expand_plan(plan: dict) -> list[dict]:
                 if path not in seen:
                     seen.add(path)
                     sources.append({**source, "path": path})
+        if "summary" in plan["templates"]:
+            summary = plan["templates"]["summary"]
+            entry["summaries"] = {stage: summary.format(stage=stage, **values) for stage in spec["stages"]}
         entries.append(entry | {"sources": sources})
     return entries
