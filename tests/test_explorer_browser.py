@@ -110,9 +110,12 @@ def test_explorer_in_chromium(page, local_pipeline):
     # an instance on a later data page (loaded on demand)
     page.fill("#instance-list input[data-name='ε-max JSD'][data-bound='min']", "0.001")  # a valid adversary
     page.locator("#instance-list input[data-name='ε-max JSD'][data-bound='min']").dispatch_event("change")
-    target = page.locator("#instances tr.instance-row").nth(min(25, rows.count() - 1))
-    row = int(target.get_attribute("data-index"))
-    target.locator("a.instance-link").click()
+    page_size = cfg["explorer"]["page_size"]
+    listed_rows = page.locator("#instances tr.instance-row").evaluate_all("rs => rs.map(r => Number(r.dataset.index))")
+    later = [i for i in listed_rows if i >= page_size]
+    assert later, f"no listed instance beyond the first data page of {page_size}: {listed_rows}"
+    row = later[0]
+    page.locator(f"#instances tr.instance-row[data-index='{row}'] a.instance-link").click()
     page.wait_for_selector("#tokens .tok")
     instance_id = page.text_content("#instance-id")
 
@@ -144,7 +147,8 @@ def test_explorer_in_chromium(page, local_pipeline):
     adversarial = pd.read_parquet(workdir / f"results/audits/{dataset}/{model}/jw_adversarial.parquet").set_index("id")
     shown = float(page.text_content("#instance-facts td[data-name='ε-max JSD']"))
     assert shown == pytest.approx(adversarial.loc[instance_id, "eps_max_jsd"], abs=1e-3)
-    assert row >= 0
+    scripts = page.locator("script[src]").evaluate_all("ss => ss.map(s => s.getAttribute('src'))")
+    assert any(src.endswith(f"page-{row // page_size:05d}.js") for src in scripts), scripts  # loaded on demand
 
     # an adversary: its own W&P §4 section, and why the other audits leave it out
     page.goto(index.as_uri() + "#/model/planted/average-adv1-s0")

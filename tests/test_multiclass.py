@@ -15,7 +15,8 @@ from conftest import required_mirror, snakemake
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("multiclass")]  # one worker runs the pipeline once
 
-CLASSES = {"1": "world", "2": "sports", "3": "business", "4": "sci_tech"}  # AG News's classes.txt, in order
+# AG News's classes.txt, in order; the fourth as a user's label column might hold markup (shown as text, never run)
+CLASSES = {"1": "world", "2": "sports", "3": "business", "4": "sci<script>window.__pwned=1</script>tech"}
 PER_CLASS = 150
 DATASET = "news4"
 BASE = "lstm-additive-base"
@@ -103,6 +104,19 @@ def test_every_stage_runs_on_four_classes_and_a_rerun_does_nothing(multiclass_ru
     assert card["label_names"] == sorted(CLASSES.values()), card["label_names"]
     assert sorted(card["metrics"]["per_class_f1"]) == sorted(CLASSES.values()), card["metrics"]
     assert {s["stage"] for s in card["sections"]} == {"jain_wallace", "saliency", "wiegreffe_pinter"}, card
+
+
+def test_markup_in_a_users_class_name_reaches_cards_and_explorer_as_text(multiclass_run):
+    """A class name holding ``<script>`` (the CSV's label column) is escaped on the cards and kept as a JSON string
+    in the explorer's data files (which its page inserts with textContent; test_explorer_browser runs that part)."""
+    import html
+
+    name = CLASSES["4"]
+    card = (multiclass_run / f"results/cards/{DATASET}/{BASE}-s0.html").read_text(encoding="utf-8")
+    assert name not in card and html.escape(name) in card
+    data = "".join(p.read_text(encoding="utf-8") for p in (multiclass_run / "results/explorer").rglob("*.js"))
+    assert json.dumps(name, ensure_ascii=False) in data
+    assert name not in (multiclass_run / "results/explorer/index.html").read_text(encoding="utf-8")
 
 
 def test_wiegreffe_pinter_judge_four_classes_by_macro_f1(multiclass_run):
