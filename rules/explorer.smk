@@ -30,7 +30,6 @@ rule explorer:
         " --options {params.options:q} --out-dir {output:q} > {log:q} 2>&1"
 
 
-
 # After a run that stopped part way (a failed job; `--keep-going` finishes the others): the explorer over the files
 # that exist, in results/explorer-partial; a model without its card gets one from its summaries that exist, the
 # missing audits named. Not part of `all`: `snakemake --cores all explorer_partial`.
