@@ -204,9 +204,9 @@ def overall_rows(frame: pd.DataFrame, options: dict, datasets: list[str]) -> pd.
 
 def pooled_datasets(runs: list[dict], corpora: dict[str, str], correlation: pd.DataFrame) -> list[str]:
     """The datasets whose Table 2 rows pool every predicted class (:data:`ALL_CLASSES`): the corpora J&W report so
-    (bAbI, CNN: an "all" row in :data:`JW_TABLE2`), and a QA/NLI corpus of J&W's Table 2 layout of its own (a run's
-    ``qa``) with 4 or more classes — J&W's code splits τ by predicted class below 4 (``plot_SP_histogram_by_class``),
-    as their SNLI rows are. Classes: the manifest's label names, else the distinct predicted classes."""
+    (bAbI, CNN: an "all" row in :data:`JW_TABLE2`), and a user's QA/NLI corpus (a run's ``qa``) of 4 or more
+    classes — J&W's code splits τ by predicted class below 4 (``plot_SP_histogram_by_class``), as their SNLI rows
+    are. Classes: the manifest's label names, else the distinct predicted classes."""
 
     def n_classes(dataset: str) -> int:
         manifest = next((r["manifest"] for r in runs if r["dataset"] == dataset and r.get("manifest")), None)
