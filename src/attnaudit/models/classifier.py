@@ -80,13 +80,8 @@ class AttentionClassifier(nn.Module):
     def linear_readout(self, query: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, Callable]:
         """``(W, b, finish)`` with Dec(c) = finish(W c + b): the part of the decoder that is linear in the context
         c = Σ_t α_t h_t, so W h_t + b can be averaged per token under any attention and ``finish`` applied after
-        (the deletions of :mod:`attnaudit.models.deletions`); ``finish(projected, allowed)`` may be given the
-        classes each row may answer. The classifier's decoder is all linear (T&Š Eq. 9)."""
-        return self.decoder.weight, self.decoder.bias, lambda projected, allowed=None: projected
-
-    def deletion_candidates(self, batch: Batch, first: int, last: int) -> torch.Tensor | None:
-        """The classes each passage may answer with its token t deleted, ``[last − first, B, C]``; None: all."""
-        return None
+        (the deletions of :mod:`attnaudit.models.deletions`). The classifier's decoder is all linear (T&Š Eq. 9)."""
+        return self.decoder.weight, self.decoder.bias, lambda projected: projected
 
     def decode(self, hidden: torch.Tensor, alpha: torch.Tensor, query: torch.Tensor | None = None) -> torch.Tensor:
         """Logits from hidden states and an attention distribution: Dec(Σ_t α_t h_t).

@@ -362,7 +362,7 @@ def deletion_outputs(
     with torch.no_grad():
         shared = ReusedStates(model, batch, tolerance)
         merged, row_steps, _ = shared.resume()
-        deleted = shared.readout.finish(merged.logits(), model.deletion_candidates(shared.batch, 0, shared.width))
+        deleted = shared.readout.finish(merged.logits())
     if stats is not None:
         stats["row_steps"] = stats.get("row_steps", 0) + row_steps
     return shared.as_is[shared.inverse], deleted[:, shared.inverse]
@@ -489,7 +489,7 @@ def local_deletion_logits(model, batch: Batch, first: int, last: int, max_elemen
                 real = (position[:, None, :] >= 0) & (position[:, None, :] < lengths[None, :, None] - 1)
                 marker = torch.isin(tokens.view(len(here), n_batch, 4 * radius)[..., radius : 3 * radius], markers)
                 original.add_windows(acc, rows, states, real & ~(marker & excludes_markers[None, :, None]))
-        return original.finish(acc.logits(), model.deletion_candidates(batch, first, last))
+        return original.finish(acc.logits())
 
 
 def local_occlusion_logits(model, batch: Batch, max_elements: int = 1 << 24) -> torch.Tensor:

@@ -121,19 +121,12 @@ class QAModel(AttentionClassifier):
             raise AttnauditError("QAModel.linear_readout needs the query (out.query of the model's output)")
         q, allowed = self.split_query(query)
 
-        def finish(projected: torch.Tensor, rows_allowed: torch.Tensor | None = None) -> torch.Tensor:
+        def finish(projected: torch.Tensor) -> torch.Tensor:
+            # the candidates stay the whole passage's under deletions and erasures (:meth:`candidates`)
             logits = self.output(torch.tanh(projected + self.w_query(q)))  # [..., B, width] → [..., B, C]
-            mask = allowed if rows_allowed is None else rows_allowed
-            return logits.masked_fill(mask.expand_as(logits) == 0, float("-inf"))
+            return logits.masked_fill(allowed.expand_as(logits) == 0, float("-inf"))
 
         return self.w_passage.weight, self.w_passage.bias, finish
-
-    def deletion_candidates(self, batch: Batch, first: int, last: int) -> torch.Tensor | None:
-        """:meth:`candidates` of each passage with its token t deleted, t in ``first..last−1`` ``[rows, B, C]``: the
-        whole passage's, as re-encoding the shorter passage gives (``Batch.with_positions``)."""
-        if not len(self.candidate_ids):
-            return None
-        return self.candidates(batch)[None].expand(last - first, -1, -1)
 
     def decode(self, hidden: torch.Tensor, alpha: torch.Tensor, query: torch.Tensor | None = None) -> torch.Tensor:
         """logits = W₂ tanh(W₁p c + W₁q q), masked to the candidates; ``alpha`` ``[B, T]`` or ``[B, S, T]``
