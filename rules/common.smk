@@ -1146,21 +1146,21 @@ def explorer_models():
     return expand_plan(explorer_plan())
 
 
-def explorer_inputs():
+def explorer_inputs(with_card_inputs=False):
+    """Every file the explorer reads; ``with_card_inputs``: also each card's summaries and metrics (a partial card)."""
     files = []
     for entry in explorer_models():
         files += [entry["card"], entry["predictions"], entry["examples"], entry["manifest"]]
         files += [source["path"] for source in entry["sources"]]
+        if with_card_inputs:
+            files += [entry["metrics"], *entry["summaries"].values()]
     return list(dict.fromkeys(files))
 
 
 def explorer_partial_inputs():
     """The explorer's inputs and each card's summaries and metrics that exist now: ``explorer_partial`` reads only
     these, so what a run that stopped part way left out is shown as missing, not built."""
-    files = explorer_inputs()
-    for entry in explorer_models():
-        files += [entry["metrics"], *entry["summaries"].values()]
-    return [path for path in dict.fromkeys(files) if os.path.exists(path)]
+    return [path for path in explorer_inputs(with_card_inputs=True) if os.path.exists(path)]
 
 
 def cards_targets():
