@@ -191,19 +191,16 @@ def build_model(entry: dict, examples: pd.DataFrame, out: Path, split: str, opti
     }
 
 
-def partial_card(entry: dict, label_names: list[str], out_json: Path) -> dict:
+def partial_card(entry: dict, out_json: Path) -> dict:
     """The card of a model whose card a run that stopped part way did not write: from the summaries that exist (each
-    missing one named under *Missing audits*), saved as JSON, HTML and Markdown."""
-    from attnaudit.cards.card import build_card
-    from attnaudit.cards.render import card_html, card_markdown
+    missing one named under *Missing audits*), saved as JSON, HTML and Markdown beside ``out_json``."""
+    from attnaudit.cards.card import run_card
 
     metrics = entry.get("metrics") or "metrics.json (not given)"
-    card = build_card(entry["dataset"], entry["model"], metrics, entry["summaries"], None, label_names)
-    out_json.parent.mkdir(parents=True, exist_ok=True)
-    out_json.write_text(json.dumps(card, ensure_ascii=False, indent=1), encoding="utf-8")
-    out_json.with_suffix(".html").write_text(card_html(card), encoding="utf-8")
-    out_json.with_suffix(".md").write_text(card_markdown(card), encoding="utf-8")
-    return card
+    outputs = [out_json.with_suffix(ext) for ext in (".json", ".html", ".md")]
+    return run_card(
+        entry["dataset"], entry["model"], metrics, entry["summaries"], *outputs, manifest=entry.get("manifest")
+    )
 
 
 def build_site(models: list[dict], out_dir: str | Path, *, split: str = "test", options: dict | None = None) -> dict:
@@ -231,7 +228,7 @@ def build_site(models: list[dict], out_dir: str | Path, *, split: str = "test", 
         partial = None
         if card is None and "summaries" in entry:
             partial = tmp / "cards" / d / f"{m}.json"
-            card = partial_card(entry, label_names[d], partial)
+            card = partial_card(entry, partial)
         try:
             index_entry = build_model(entry, examples(entry["examples"]), tmp / "data" / d / m, split, options)
         except (FileNotFoundError, OSError) as err:
